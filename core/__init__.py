@@ -1,0 +1,23 @@
+"""tooliscode: code mode for AI agents.
+
+All of an agent's tools become typed Python functions inside one `run_python(code)` tool,
+run by CPython compiled to WebAssembly in an isolated, stateful sandbox.
+"""
+
+from __future__ import annotations
+
+from .convert import to_json_value
+from .errors import RuntimeIntegrityError, RuntimeNotFound, SessionClosed, ToolError, ToolIsCodeError
+from .files import FileInfo
+from .limits import Limits
+from .registry import ToolRegistry
+from .result import CellResult, ToolCallRecord
+from .session import Session
+from .tools import Tool, as_tool
+
+__all__ = [
+    "CellResult", "FileInfo", "Limits", "RuntimeIntegrityError", "RuntimeNotFound", "Session",
+    "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCodeError", "ToolRegistry",
+    "as_tool", "to_json_value",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,228 @@
+"""Running the tool calls one cell makes: blocking calls, started (concurrent) calls, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import inspect
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from .convert import to_json_value
+from .errors import ToolError
+from .limits import Limits
+from .registry import ToolRegistry
+from .result import ToolCallRecord
+from .schema import describe_validation_error
+from .tools import Tool
+
+__all__ = ["CellCalls", "background_loop", "tool_executor"]
+
+_executor: cf.ThreadPoolExecutor | None = None
+_loop: asyncio.AbstractEventLoop | None = None
+_lock = threading.Lock()
+
+
+def tool_executor() -> cf.ThreadPoolExecutor:
+    """Threads for sync tools that run concurrently or under a timeout."""
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = cf.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tooliscode-tool")
+        return _executor
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The private event loop async tools run on when the session is driven synchronously."""
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="tooliscode-loop", daemon=True).start()
+        return _loop
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return f"invalid arguments: {describe_validation_error(exc)}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class _Started:
+    tool: Tool
+    arguments: dict[str, Any]
+    future: cf.Future
+    started: float
+    expires: float | None
+
+
+@dataclass
+class CellCalls:
+    """The host side of one cell's tool calls."""
+
+    registry: ToolRegistry
+    limits: Limits
+    loop: asyncio.AbstractEventLoop | None
+    """The loop async tools run on: the caller's under `arun`, else `background_loop()`."""
+    deadline: float | None
+    records: list[ToolCallRecord] = field(default_factory=list)
+    _count: int = 0
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _started: dict[int, _Started] = field(default_factory=dict)
+    cancelled: bool = False
+
+    # -- entry point (guest thread) -----------------------------------------------------
+
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        if op == "call":
+            return self._call(msg)
+        if op == "start":
+            return self._start(msg)
+        if op == "wait":
+            return self._wait(msg)
+        if op == "cancel":
+            for cid in msg.get("ids") or ():
+                started = self._started.pop(cid, None) if isinstance(cid, int) else None
+                if started is not None:
+                    started.future.cancel()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown request {op!r}", "kind": "protocol"}
+
+    def _admit(self, msg: dict[str, Any]) -> tuple[Tool, dict[str, Any]] | dict[str, Any]:
+        name, arguments = msg.get("name"), msg.get("args", {})
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return {"ok": False, "error": f"there is no tool {name!r}", "kind": "unknown",
+                    "tool": name}
+        if not isinstance(arguments, dict):
+            return {"ok": False, "error": f"{name}: arguments must be an object", "tool": name}
+        if self.cancelled:
+            return {"ok": False, "error": "the cell was cancelled", "kind": "cancelled",
+                    "tool": name}
+        if self.limits.tool_calls is not None and self._count >= self.limits.tool_calls:
+            return {"ok": False, "kind": "limit", "tool": name,
+                    "error": f"this cell reached its limit of {self.limits.tool_calls} tool "
+                             "calls; do fewer calls per cell or batch the work"}
+        self._count += 1
+        return tool, arguments
+
+    def _timeout(self, tool: Tool) -> float | None:
+        own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
+        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        if own is None:
+            return left
+        return own if left is None else min(own, left)
+
+    def _submit(self, tool: Tool, arguments: dict[str, Any], timeout: float | None) -> cf.Future:
+        if tool.is_async:
+            loop = self.loop or background_loop()
+
+            async def run() -> Any:
+                return await asyncio.wait_for(tool.ainvoke(arguments), timeout)
+
+            return asyncio.run_coroutine_threadsafe(run(), loop)
+        return tool_executor().submit(_invoke_sync, tool, arguments, self.loop)
+
+    def _record(self, tool: Tool, arguments: dict[str, Any], started: float,
+                error: str | None) -> None:
+        self.records.append(ToolCallRecord(tool.name, arguments, time.monotonic() - started,
+                                           error is None, error))
+
+    def _outcome(self, tool: Tool, arguments: dict[str, Any], started: float,
+                 fn: Any) -> dict[str, Any]:
+        try:
+            value = to_json_value(fn())
+        except (TimeoutError, asyncio.TimeoutError, cf.TimeoutError):
+            error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
+            self._record(tool, arguments, started, error)
+            return {"ok": False, "error": error, "kind": "timeout", "tool": tool.name}
+        except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
+            error = _message(exc)
+            self._record(tool, arguments, started, error)
+            return {"ok": False, "error": error, "kind": "error", "tool": tool.name}
+        self._record(tool, arguments, started, None)
+        return {"ok": True, "value": value}
+
+    def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        admitted = self._admit(msg)
+        if isinstance(admitted, dict):
+            return admitted
+        tool, arguments = admitted
+        started = time.monotonic()
+        timeout = self._timeout(tool)
+        explicit = tool.timeout_s is not None or self.limits.tool_timeout_s is not None
+        if tool.is_async or explicit:
+            future = self._submit(tool, arguments, timeout)
+            return self._outcome(tool, arguments, started, lambda: future.result(timeout))
+        # A sync tool with no timeout of its own runs right here, on the session's thread.
+        return self._outcome(tool, arguments, started,
+                             lambda: _invoke_sync(tool, arguments, self.loop))
+
+    def _start(self, msg: dict[str, Any]) -> dict[str, Any]:
+        admitted = self._admit(msg)
+        if isinstance(admitted, dict):
+            return admitted
+        tool, arguments = admitted
+        timeout = self._timeout(tool)
+        now = time.monotonic()
+        cid = next(self._ids)
+        self._started[cid] = _Started(tool, arguments, self._submit(tool, arguments, timeout),
+                                      now, None if timeout is None else now + timeout)
+        return {"ok": True, "id": cid}
+
+    def _wait(self, msg: dict[str, Any]) -> dict[str, Any]:
+        ids = [i for i in (msg.get("ids") or ()) if isinstance(i, int)]
+        unknown = [{"id": i, "ok": False, "error": "unknown call id"} for i in ids
+                   if i not in self._started]
+        waiting = {i: self._started[i] for i in ids if i in self._started}
+        if unknown or not waiting:
+            return {"done": unknown}
+        timeout = msg.get("timeout")
+        limit = float(timeout) if isinstance(timeout, (int, float)) else None
+        expiries = [s.expires for s in waiting.values() if s.expires is not None]
+        if expiries:
+            until = max(0.0, min(expiries) - time.monotonic())
+            limit = until if limit is None else min(limit, until)
+        cf.wait([s.future for s in waiting.values()], timeout=limit,
+                return_when=cf.FIRST_COMPLETED)
+        now = time.monotonic()
+        done = []
+        for cid, s in waiting.items():
+            expired = s.expires is not None and now >= s.expires
+            if s.future.done() or expired:
+                del self._started[cid]
+                if not s.future.done():
+                    s.future.cancel()
+                fn = s.future.result if s.future.done() and not s.future.cancelled() else _raise_timeout
+                done.append({"id": cid, **self._outcome(s.tool, s.arguments, s.started, fn)})
+        return {"done": done}
+
+    def cancel_all(self) -> None:
+        """From any thread: fail the calls still running; used when a cell is cancelled."""
+        self.cancelled = True
+        for started in list(self._started.values()):
+            started.future.cancel()
+
+
+def _raise_timeout() -> Any:
+    raise TimeoutError
+
+
+def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
+    value = tool.invoke(arguments)
+    if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
+        return asyncio.run_coroutine_threadsafe(_await(value), loop or background_loop()).result()
+    return value
+
+
+async def _await(value: Any) -> Any:
+    return await value

@@ -1,0 +1,105 @@
+"""Turning what the guest reported (untrusted: the cell's code can forge it) into a CellResult."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .calls import CellCalls
+from .files import Snapshot, changed, snapshot
+from .limits import Limits
+from .result import CellResult
+from .runtime import GuestTrap
+from .worker import Command
+
+__all__ = ["Cell", "build_result", "trap_result", "restart_notice"]
+
+
+@dataclass
+class Cell:
+    """Host-side context of one running cell."""
+
+    calls: CellCalls
+    before: Snapshot
+    started: float
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str:
+    info = report if isinstance(report, dict) else {}
+    text = _str(info.get("text")) + command.raw_text(name)
+    cut = info.get("cut")
+    if isinstance(cut, int) and cut > 0:
+        total = info.get("total")
+        saved = info.get("saved")
+        where = (f" The full text is in {saved}; read or search it in the next cell."
+                 if isinstance(saved, str) and info.get("saved_all")
+                 else f" The first part is in {saved}." if isinstance(saved, str) else "")
+        notices.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
+                       + where)
+    return text
+
+
+def restart_notice(lost: tuple[str, ...]) -> str:
+    names = ", ".join(lost[:40]) + (" ..." if len(lost) > 40 else "")
+    gone = f" ({names})" if names else ""
+    return ("The Python interpreter was restarted: variables, functions and imports from "
+            f"earlier cells are gone{gone}. Files in /session were kept.")
+
+
+def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
+                 workdir: Path) -> CellResult:
+    cell: Cell = command.context
+    report = report if isinstance(report, dict) else {}
+    notices: list[str] = []
+    if lost is not None:
+        notices.append(restart_notice(lost))
+    stdout = _stream(report.get("stdout"), command, "stdout", notices)
+    stderr = _stream(report.get("stderr"), command, "stderr", notices)
+    ok = report.get("ok") is True
+    return CellResult(
+        ok=ok, stdout=stdout, stderr=stderr,
+        value=report.get("value") if isinstance(report.get("value"), str) else None,
+        error=None if ok else (_str(report.get("error")) or "the cell failed"),
+        error_type=None if ok else (_str(report.get("error_type")) or None),
+        tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
+        restarted=lost is not None, lost_names=lost or (),
+        names=_names(report.get("names")), new_names=_names(report.get("new_names")),
+        truncated=" ".join(n for n in notices if "cut" in n) or None,
+        files_written=tuple(changed(cell.before, snapshot(workdir))),
+        final=report.get("final"), has_final=report.get("has_final") is True,
+        notices=tuple(notices))
+
+
+_TRAP_TEXT = {
+    "timeout": "TimeoutError: the cell was still running after {t} and was stopped.",
+    "cancelled": "CancelledError: the cell was cancelled.",
+    "stack": "RecursionError: the code recursed so deeply that the interpreter ran out of stack.",
+    "exit": "SystemExit: the interpreter itself exited.",
+    "abandoned": "The interpreter was stopped.",
+}
+
+
+def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits: Limits,
+                workdir: Path) -> CellResult:
+    cell: Cell = command.context
+    t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
+    head = _TRAP_TEXT.get(trap.reason, "").format(t=t) or f"The interpreter crashed: {trap.message}."
+    notice = restart_notice(lost)
+    return CellResult(
+        ok=False, stdout=command.raw_text("stdout"), stderr=command.raw_text("stderr"),
+        error=f"{head} {notice}", error_type={"timeout": "TimeoutError", "stack": "RecursionError",
+                                              "cancelled": "CancelledError"}.get(trap.reason,
+                                                                                 "GuestCrash"),
+        tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
+        restarted=True, lost_names=lost, files_written=tuple(changed(cell.before, snapshot(workdir))),
+        notices=(notice,))

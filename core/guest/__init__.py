@@ -1,0 +1,28 @@
+"""Python that runs INSIDE the sandbox.
+
+These files form the package `tooliscode_guest` in the guest. They use only the standard
+library and relative imports, so the host can import them too (for tests and for the
+shared argument validator) as `tooliscode.guest`.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+__all__ = ["GUEST_MODULES", "guest_sources"]
+
+GUEST_PACKAGE = "tooliscode_guest"
+GUEST_MODULES = ("convert", "channel", "aio", "capture", "tools", "cells", "main")
+"""In load order: each may import only the ones before it."""
+
+
+def guest_sources() -> list[tuple[str, str]]:
+    """(module name, source) pairs, in load order."""
+    out = []
+    for stem in GUEST_MODULES:
+        if stem == "convert":  # shared with the host, lives beside it
+            text = resources.files("tooliscode").joinpath("convert.py").read_text("utf-8")
+        else:
+            text = resources.files(__name__).joinpath(f"{stem}.py").read_text("utf-8")
+        out.append((f"{GUEST_PACKAGE}.{stem}", text))
+    return out

@@ -1,0 +1,105 @@
+"""An asyncio event loop for a guest that has no sockets.
+
+The standard loop needs a self-pipe (`socketpair`), which WASI lacks. This loop has no
+selector: when it must wait, it either waits in the host for tool calls it started, or
+sleeps. Tool calls started from coroutines run concurrently on the host, so
+`asyncio.gather(tool_a(), tool_b())` takes as long as the slowest call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from . import channel
+
+__all__ = ["HostLoop", "install", "pending", "start_call"]
+
+_pending: dict[int, asyncio.Future] = {}
+
+
+def pending() -> dict[int, asyncio.Future]:
+    """Futures of host calls started and not yet answered, by call id."""
+    return _pending
+
+
+class _HostSelector:
+    """Stands where a selector would: `select(timeout)` returns ready callbacks."""
+
+    def select(self, timeout: float | None) -> list[Callable[[], None]]:
+        if _pending:
+            reply = channel.request({"op": "wait", "ids": list(_pending), "timeout": timeout})
+            return [_resolver(item) for item in reply.get("done", ())]
+        if timeout is None:
+            raise RuntimeError(
+                "deadlock: the code awaits something that nothing will ever complete")
+        if timeout > 0:
+            time.sleep(timeout)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def _resolver(item: dict[str, Any]) -> Callable[[], None]:
+    def resolve() -> None:
+        fut = _pending.pop(item["id"], None)
+        if fut is None or fut.done():
+            return
+        if item.get("ok"):
+            fut.set_result(item.get("value"))
+        else:
+            from .tools import tool_error
+
+            fut.set_exception(tool_error(item))
+
+    return resolve
+
+
+class HostLoop(asyncio.BaseEventLoop):
+    """A selector-less event loop whose waiting happens in the host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._selector = _HostSelector()
+
+    def _process_events(self, event_list: list[Callable[[], None]]) -> None:
+        for resolve in event_list:
+            resolve()
+
+    def _write_to_self(self) -> None:  # no other threads can wake this loop
+        pass
+
+    def close(self) -> None:
+        cancel_all()
+        super().close()
+
+
+def start_call(name: str, args: dict[str, Any], future: asyncio.Future) -> None:
+    """Start a host call for `future` without waiting for it."""
+    reply = channel.request({"op": "start", "name": name, "args": args})
+    if not reply.get("ok"):
+        from .tools import tool_error
+
+        future.set_exception(tool_error(reply))
+        return
+    _pending[reply["id"]] = future
+
+
+def cancel_all() -> None:
+    """Tell the host to drop calls nobody will wait for (at a cell's end)."""
+    if _pending:
+        ids = list(_pending)
+        _pending.clear()
+        channel.request({"op": "cancel", "ids": ids})
+
+
+class _Policy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return HostLoop()
+
+
+def install() -> None:
+    """Make `asyncio.run`, `asyncio.new_event_loop` and friends use `HostLoop`."""
+    asyncio.set_event_loop_policy(_Policy())

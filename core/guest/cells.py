@@ -1,0 +1,170 @@
+"""Running one cell: REPL-style value, top-level await, bounded output, trimmed tracebacks."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import linecache
+import opcode
+import sys
+import traceback
+from typing import Any
+
+from .capture import Capture
+from .convert import to_json_value
+
+__all__ = ["CellRunner", "FinalAnswer", "format_error"]
+
+GUEST_PREFIX = "<tooliscode>/"
+_VALUE = "__tic_value__"
+_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_POP_TOP = opcode.opmap.get("POP_TOP")
+_RETURN_CONST = opcode.opmap.get("RETURN_CONST")
+_LITERAL_START = tuple("'\"0123456789-+[({.") + ("None", "True", "False")
+_MAX_NAMES = 300
+
+
+class FinalAnswer(BaseException):
+    """Raised by `final_answer(value)`: ends the cell and hands `value` to the host."""
+
+    def __init__(self, value: Any):
+        super().__init__("final answer")
+        self.value = value
+
+
+def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    frames = [f for f in te.stack if not f.filename.startswith(GUEST_PREFIX)]
+    first_cell = next((i for i, f in enumerate(frames) if f.filename.startswith("<cell-")),
+                      len(frames))  # no cell frame (a syntax error): no stack to show
+    te.stack = traceback.StackSummary.from_list(frames[first_cell:])
+    for nested in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
+        if nested is not None:
+            _trim(nested, seen)
+
+
+def format_error(exc: BaseException) -> str:
+    """The traceback with the sandbox's own frames left out."""
+    try:
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+        _trim(te, set())
+        return "".join(te.format())
+    except Exception:  # a broken __str__ on the exception must not break the cell loop
+        return f"{type(exc).__name__}: <unprintable exception>"
+
+
+def _short_repr(value: Any, limit: int) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:
+        text = f"<repr failed: {type(exc).__name__}: {exc}>"
+    if len(text) > limit:
+        head = text[: limit * 2 // 3]
+        tail = text[-(limit // 3):]
+        text = f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"
+    return text
+
+
+def _may_end_in_expression(compiled: Any, code: str) -> bool:
+    """Cheap test on the bytecode: could the last statement be an expression? Only then is
+    the cell parsed again to keep that expression's value (most cells end otherwise)."""
+    if _RETURN_CONST is None:  # an interpreter whose bytecode we do not know: always check
+        return True
+    raw = compiled.co_code
+    if len(raw) >= 4 and raw[-4] == _POP_TOP and raw[-2] == _RETURN_CONST:
+        return True
+    last = code.rstrip().rpartition("\n")[2]
+    return last[:1] not in (" ", "\t") and last.startswith(_LITERAL_START)  # a bare constant
+
+
+def _compile_keeping_value(code: str, filename: str) -> Any:
+    tree = ast.parse(code, filename, "exec", type_comments=False)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        target = ast.Name(id=_VALUE, ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+        ast.fix_missing_locations(tree)
+    return compile(tree, filename, "exec", flags=_FLAGS, dont_inherit=True)
+
+
+class CellRunner:
+    """One interpreter's user namespace and the cells run in it."""
+
+    def __init__(self) -> None:
+        self.ns: dict[str, Any] = {}
+        self.baseline: set[str] = set()
+        self.count = 0
+        self._loop: Any = None
+
+    def reset(self, helpers: dict[str, Any]) -> None:
+        self.ns.clear()
+        self.ns.update({"__name__": "__main__", "__builtins__": builtins})
+        self.ns.update(helpers)
+        self.baseline = set(self.ns)
+
+    def user_names(self) -> list[str]:
+        return sorted(k for k in self.ns.keys() - self.baseline
+                      if k != "_" and not k.startswith("__"))[:_MAX_NAMES]
+
+    def _loop_for_cell(self) -> Any:
+        if self._loop is None or self._loop.is_closed():
+            import asyncio
+
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+    def _execute(self, code: str, filename: str) -> Any:
+        compiled = compile(code, filename, "exec", flags=_FLAGS, dont_inherit=True)
+        is_async = bool(compiled.co_flags & inspect.CO_COROUTINE)
+        if is_async or _may_end_in_expression(compiled, code):
+            compiled = _compile_keeping_value(code, filename)
+        self.ns.pop(_VALUE, None)
+        if is_async:
+            self._loop_for_cell().run_until_complete(eval(compiled, self.ns))
+        else:
+            exec(compiled, self.ns)
+        return self.ns.pop(_VALUE, None)
+
+    def run(self, code: str, limits: dict[str, Any]) -> dict[str, Any]:
+        self.count += 1
+        filename = f"<cell-{self.count}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        spill = limits.get("spill_dir")
+        out = Capture("stdout", limits.get("output_chars"),
+                      f"{spill}/cell-{self.count}-stdout.txt" if spill else None,
+                      limits.get("spill_bytes", 0))
+        err = Capture("stderr", limits.get("output_chars"),
+                      f"{spill}/cell-{self.count}-stderr.txt" if spill else None,
+                      limits.get("spill_bytes", 0))
+        before = {k: id(self.ns[k]) for k in self.ns.keys() - self.baseline}
+        result: dict[str, Any] = {"ok": True, "cell": self.count}
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
+        try:
+            value = self._execute(code, filename)
+            if value is not None:
+                self.ns["_"] = value
+                result["value"] = _short_repr(value, limits.get("value_chars", 4000))
+        except FinalAnswer as fa:
+            result["has_final"] = True
+            result["final"] = to_json_value(fa.value)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit included: the cell just ends
+            result.update(ok=False, error=format_error(exc), error_type=type(exc).__name__)
+        finally:
+            sys.stdout, sys.stderr = saved
+            for raw in (sys.__stdout__, sys.__stderr__):
+                try:
+                    raw.flush()  # C-level and sys.__stdout__ writes reach the host now
+                except Exception:  # noqa: BLE001
+                    pass
+            aio = sys.modules.get("tooliscode_guest.aio")
+            if aio is not None:
+                aio.cancel_all()
+        result["stdout"] = out.result()
+        result["stderr"] = err.result()
+        result["names"] = self.user_names()
+        result["new_names"] = [k for k in result["names"] if before.get(k) != id(self.ns.get(k))]
+        return result

@@ -1,0 +1,52 @@
+"""Resource limits for one sandboxed session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one session may use.
+
+    Every figure is per session; the time, output and tool-call figures are per cell.
+    `None` turns a limit off, except for memory, which is always bounded.
+    """
+
+    timeout_s: float | None = 30.0
+    """Wall time for one cell, tool calls included. A cell still running then is stopped
+    and its guest replaced (its variables are lost; the session folder is kept)."""
+
+    memory_bytes: int = 512 * 1024 * 1024
+    """Guest linear memory. Going past it raises `MemoryError` inside the cell; the guest lives on."""
+
+    output_chars: int | None = 20_000
+    """Characters of printed output returned per cell. Beyond it the head and tail are kept
+    and the full text is saved in the session folder."""
+
+    tool_calls: int | None = 1_000
+    """Tool calls one cell may make."""
+
+    tool_timeout_s: float | None = None
+    """Default time one tool call may take; a tool's own `timeout_s` wins. When `None`, a
+    call may use whatever is left of the cell's time."""
+
+    value_chars: int = 4_000
+    """Characters kept of the repr of a cell's final expression."""
+
+    spill_bytes: int = 16 * 1024 * 1024
+    """How much of an over-long output is saved to the session folder."""
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes < 32 * 1024 * 1024:
+            raise ValueError("Limits.memory_bytes must be at least 32 MiB: CPython needs that to start")
+        for name in ("timeout_s", "tool_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"Limits.{name} must be positive or None")
+        for name in ("output_chars", "tool_calls"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"Limits.{name} must be >= 0 or None")

@@ -1,0 +1,56 @@
+"""What one cell produced, as the host sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CellResult", "ToolCallRecord"]
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call a cell made."""
+
+    name: str
+    arguments: dict[str, Any]
+    duration_s: float
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """The outcome of running one cell of code.
+
+    `stdout` and `stderr` are already cut to the session's `Limits.output_chars`;
+    `truncated` says so and where the full text was saved.
+    """
+
+    ok: bool
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = None
+    """`repr()` of the cell's final expression, REPL style; `None` when it had none."""
+    error: str | None = None
+    """The traceback, trimmed to the cell's own frames, or why the cell could not run."""
+    error_type: str | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    duration_s: float = 0.0
+    restarted: bool = False
+    """The guest was replaced during or before this cell: earlier variables are gone."""
+    lost_names: tuple[str, ...] = ()
+    """Names that existed before a restart and are now gone."""
+    names: tuple[str, ...] = ()
+    """Global names the session holds after this cell."""
+    new_names: tuple[str, ...] = ()
+    """Global names this cell defined or rebound."""
+    truncated: str | None = None
+    """A notice when output was cut, naming the file in the session folder with all of it."""
+    files_written: tuple[str, ...] = ()
+    """Paths in the session folder (relative) that this cell created or changed."""
+    final: Any = None
+    """The value passed to `final_answer(...)` in the cell, if it was called."""
+    has_final: bool = False
+    notices: tuple[str, ...] = field(default=())
+    """Other things the model should know (a restart, a limit reached)."""

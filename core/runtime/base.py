@@ -1,0 +1,100 @@
+"""The runtime boundary: how a guest interpreter is started and how its frames reach the host.
+
+Like an httpx transport, a `Runtime` is the one swappable piece under a session. It knows
+how to start CPython in some sandbox and carry opaque request frames from the guest to a
+host `FrameHandler` and the answer back. Everything above it (the cell protocol, tools,
+limits policy) is the same for every runtime.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+__all__ = ["GuestSpec", "GuestTrap", "Instance", "Runtime", "FrameHandler", "OutputSink", "GUEST_DIR"]
+
+GUEST_DIR = "/session"
+"""Where the session folder appears inside the guest; it is also the working directory."""
+
+FrameHandler = Callable[[bytes], bytes]
+"""Called on the guest's thread with one request frame; returns the answer frame."""
+
+OutputSink = Callable[[str, bytes], None]
+"""Receives bytes the guest wrote to its raw stdout or stderr descriptor ("stdout"/"stderr")."""
+
+TrapReason = Literal["timeout", "cancelled", "stack", "exit", "crash", "abandoned"]
+
+
+class GuestTrap(Exception):
+    """The guest stopped for good: its state is gone and it must be replaced."""
+
+    def __init__(self, reason: TrapReason, message: str):
+        super().__init__(message)
+        self.reason: TrapReason = reason
+        self.message = message
+
+
+@dataclass
+class GuestSpec:
+    """What a new guest gets: its folder, its memory, its boot code."""
+
+    workdir: Path
+    memory_bytes: int
+    boot_source: str
+    """Python source run as `python -c`; it speaks to the host through `transport_source`."""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class Instance(ABC):
+    """One live guest interpreter. `run` drives it on the calling thread until it ends."""
+
+    handler: FrameHandler | None
+    output: OutputSink | None
+
+    @abstractmethod
+    def run(self) -> None:
+        """Run the guest to its end on this thread, calling `handler` for every frame.
+
+        Raises `GuestTrap` when the guest trapped, exited or was stopped.
+        """
+
+    @abstractmethod
+    def arm(self, seconds: float | None) -> None:
+        """From the guest's thread: from now, stop the guest after `seconds` of wall time
+        (`None` checks only for `stop`). Call `disarm` when the guest waits in the host."""
+
+    @abstractmethod
+    def disarm(self) -> None:
+        """From the guest's thread: the guest is parked in the host; no deadline applies."""
+
+    @abstractmethod
+    def stop(self, reason: TrapReason) -> None:
+        """From any thread: make the guest trap at its next check (within a few ms)."""
+
+    @abstractmethod
+    def set_memory_limit(self, memory_bytes: int) -> None:
+        """From the guest's thread: change the memory bound of a guest that already runs."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free what the instance holds; it must not be running."""
+
+
+class Runtime(ABC):
+    """Starts guests. One runtime object serves a whole process."""
+
+    name: str
+
+    @property
+    @abstractmethod
+    def transport_source(self) -> str:
+        """Guest-side Python defining `exchange(request: bytes) -> bytes` for this runtime."""
+
+    @abstractmethod
+    def instantiate(self, spec: GuestSpec) -> Instance:
+        """Create a guest ready to `run`; it has not started executing yet."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release process-wide resources (threads, engines)."""

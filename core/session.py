@@ -1,0 +1,301 @@
+"""`Session`: one live guest interpreter, its tools, its folder and its limits."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures as cf
+import shutil
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from .calls import CellCalls
+from .cellresult import Cell, build_result, trap_result
+from .codegen import guest_spec, summary
+from .errors import SessionClosed
+from .files import INTERNAL_DIR, FileInfo, list_files, read_file, snapshot
+from .limits import Limits
+from .pool import WarmPool
+from .registry import ToolRegistry
+from .result import CellResult
+from .runtime import GUEST_DIR, GuestTrap, Runtime, default_runtime
+from .worker import Command, NotStarted, Worker
+
+__all__ = ["Session"]
+
+_WATCHDOG_GRACE_S = 5.0
+_pools: dict[tuple[int, int], WarmPool] = {}
+_pools_lock = threading.Lock()
+_live: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def _pool(runtime: Runtime, memory_bytes: int) -> WarmPool:
+    key = (id(runtime), memory_bytes)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = WarmPool(runtime, memory_bytes)
+        return pool
+
+
+@dataclass
+class _State:
+    """What must be released even if the Session object is simply dropped."""
+
+    worker: Worker | None
+    workdir: Path
+    owns_workdir: bool
+
+    def release(self) -> None:
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.shutdown()
+        if self.owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class Session:
+    """A stateful Python sandbox whose code can call `tools`.
+
+    Variables, functions and imports persist from one `run` to the next. The session
+    folder (`workdir`) is the guest's working directory, `/session`; it is deleted on
+    `close()` unless you passed your own.
+    """
+
+    def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
+                 workdir: str | Path | None = None, runtime: Runtime | None = None):
+        self.limits = limits or Limits()
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.runtime = runtime or default_runtime()
+        self._turn = threading.Lock()
+        self._names: tuple[str, ...] = ()
+        self._lost: tuple[str, ...] | None = None
+        self._setup: dict[str, Any] | None = None
+        self._closed = False
+        if workdir is None:
+            worker = _pool(self.runtime, self.limits.memory_bytes).acquire()
+            self._state = _State(None, worker.workdir, True)
+        else:
+            folder = Path(workdir).resolve()
+            folder.mkdir(parents=True, exist_ok=True)
+            self._state = _State(None, folder, False)
+            worker = Worker(self.runtime, folder, self.limits.memory_bytes)
+        self._finalizer = weakref.finalize(self, self._state.release)
+        self._attach(worker)
+        _live.add(self)
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def workdir(self) -> Path:
+        """The session folder on the host."""
+        return self._state.workdir
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Global names the guest held after the last cell."""
+        return self._names
+
+    def run(self, code: str) -> CellResult:
+        """Run one cell and return what it did. Blocks until the cell ends."""
+        self._check_open()
+        with self._turn:
+            return self._run(code, None)
+
+    async def arun(self, code: str) -> CellResult:
+        """Run one cell without blocking the event loop; async tools run on this loop."""
+        self._check_open()
+        if not self._turn.acquire(blocking=False):
+            await asyncio.to_thread(self._turn.acquire)
+        try:
+            return await self._arun(code, asyncio.get_running_loop())
+        finally:
+            self._turn.release()
+
+    def reset(self) -> None:
+        """Forget every variable, function and import; tools and files stay."""
+        self._check_open()
+        with self._turn:
+            worker = self._ensure_worker()
+            worker.call({"op": "reset"})
+            self._names = ()
+
+    def files(self) -> list[FileInfo]:
+        """Files in the session folder (symlinks are listed, never followed)."""
+        return list_files(self.workdir)
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Read a file the guest wrote; `path` is relative or under /session."""
+        return read_file(self.workdir, path, max_bytes)
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        """Put a file into the session folder for the guest to read."""
+        target = self.workdir.joinpath(*Path(path).parts).resolve()
+        if self.workdir not in target.parents:
+            raise ValueError(f"not a path inside the session folder: {path!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    def close(self) -> None:
+        """Stop the guest and free its thread, memory and (if ours) folder."""
+        if self._closed:
+            return
+        self._closed = True
+        _live.discard(self)
+        self._finalizer()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.to_thread(self.close)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosed("this session is closed")
+
+    def _setup_message(self) -> dict[str, Any]:
+        if self._setup is None:
+            self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry]}
+        return self._setup
+
+    def _attach(self, worker: Worker) -> None:
+        ops = weakref.WeakMethod(self._ops)
+        worker.ops = lambda op, msg, cmd: (ops() or _closed_ops)(op, msg, cmd)
+        self._state.worker = worker
+        reply = worker.call(self._setup_message())
+        if not isinstance(reply, dict) or not reply.get("ok"):
+            raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+
+    def _ensure_worker(self) -> Worker:
+        worker = self._state.worker
+        if worker is None or not worker.alive:
+            if worker is not None:
+                self._lost = self._names
+            self._attach(Worker(self.runtime, self.workdir, self.limits.memory_bytes))
+            self._names = ()
+            worker = self._state.worker
+        assert worker is not None
+        return worker
+
+    def _ops(self, op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
+        if op == "search":
+            found = self.registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
+            return {"ok": True, "value": [{"name": t.qualified_name, "summary": summary(t)}
+                                          for t in found]}
+        cell = command.context if command is not None else None
+        if not isinstance(cell, Cell):
+            return {"ok": False, "kind": "protocol", "error": "no cell is running"}
+        return cell.calls.handle(op, msg)
+
+    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command:
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str, not {type(code).__name__}")
+        timeout = self.limits.timeout_s
+        calls = CellCalls(self.registry, self.limits, loop,
+                          None if timeout is None else time.monotonic() + timeout)
+        limits = {"output_chars": self.limits.output_chars, "value_chars": self.limits.value_chars,
+                  "spill_bytes": self.limits.spill_bytes,
+                  "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output"}
+        cell = Cell(calls, snapshot(self.workdir), time.perf_counter())
+        return Command({"op": "cell", "code": code, "limits": limits}, timeout, cell)
+
+    def _watchdog(self) -> float | None:
+        t = self.limits.timeout_s
+        return None if t is None else t + _WATCHDOG_GRACE_S
+
+    def _run(self, code: str, loop: asyncio.AbstractEventLoop | None) -> CellResult:
+        for _attempt in range(2):
+            worker = self._ensure_worker()
+            command = self._start(code, loop)
+            future = worker.submit(command)
+            try:
+                outcome = future.result(self._watchdog())
+            except cf.TimeoutError:
+                return self._abandon(worker, command, "timeout")
+            except NotStarted:
+                continue
+            except GuestTrap as trap:
+                return self._trapped(command, trap)
+            return self._finish(command, outcome)
+        raise RuntimeError("the guest died twice before running the cell")
+
+    async def _arun(self, code: str, loop: asyncio.AbstractEventLoop) -> CellResult:
+        for _attempt in range(2):
+            worker = await asyncio.to_thread(self._ensure_worker) if not self._healthy() \
+                else self._state.worker
+            assert worker is not None
+            command = self._start(code, loop)
+            future = worker.submit(command)
+            try:
+                outcome = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
+                                                 self._watchdog())
+            except asyncio.CancelledError:
+                command.context.calls.cancel_all()
+                worker.stop("cancelled")
+                self._lost = self._names
+                self._state.worker = None
+                raise
+            except (asyncio.TimeoutError, cf.TimeoutError):
+                return self._abandon(worker, command, "timeout")
+            except NotStarted:
+                continue
+            except GuestTrap as trap:
+                return await asyncio.to_thread(self._trapped, command, trap)
+            return self._finish(command, outcome)
+        raise RuntimeError("the guest died twice before running the cell")
+
+    def _healthy(self) -> bool:
+        worker = self._state.worker
+        return worker is not None and worker.alive
+
+    def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
+        command.context.calls.cancel_all()
+        worker.stop(reason)
+        self._state.worker = None
+        return self._trapped(command, GuestTrap("timeout", "a tool call did not return in time"))
+
+    def _trapped(self, command: Command, trap: GuestTrap) -> CellResult:
+        lost = self._lost if self._lost is not None else self._names
+        self._lost = None
+        self._state.worker = None
+        self._ensure_worker()
+        self._names = ()
+        return trap_result(command, trap, lost, self.limits, self.workdir)
+
+    def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
+        lost, self._lost = self._lost, None
+        result = build_result(command, outcome, lost, self.workdir)
+        self._names = result.names
+        return result
+
+
+def _closed_ops(op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
+    return {"ok": False, "kind": "protocol", "error": "the session is closed"}
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    """Stop every guest before the interpreter goes away (wasmtime's threads outlive it)."""
+    for session in list(_live):
+        try:
+            session.close()
+        except Exception:  # noqa: BLE001
+            pass
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()

@@ -1,0 +1,197 @@
+"""One guest interpreter on its own thread, taking commands one at a time.
+
+The guest asks for work by sending a "ready" (or "done", carrying the last result) frame;
+the handler then blocks in the host until a command arrives. So between commands the
+guest's thread sleeps inside the host and costs no CPU.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import logging
+import marshal
+import queue
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .guest import guest_sources
+from .runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
+
+__all__ = ["Command", "Worker", "NotStarted"]
+
+log = logging.getLogger("tooliscode")
+
+_BOOT = '''
+import sys, marshal
+_boot = marshal.loads(exchange(b'{"op":"boot"}'))
+_pkg = type(sys)("tooliscode_guest")
+_pkg.__path__ = []
+sys.modules["tooliscode_guest"] = _pkg
+for _name, _src in _boot["modules"]:
+    _mod = type(sys)(_name)
+    _mod.__file__ = "<tooliscode>/" + _name.rsplit(".", 1)[-1] + ".py"
+    _mod.__package__ = "tooliscode_guest"
+    sys.modules[_name] = _mod
+    setattr(_pkg, _name.rsplit(".", 1)[-1], _mod)
+    exec(compile(_src, _mod.__file__, "exec"), _mod.__dict__)
+del _name, _src, _mod, _pkg
+sys.modules["tooliscode_guest.main"].main(exchange, _boot)
+'''
+_RAW_OUTPUT_LIMIT = 64 * 1024
+OpsHandler = Callable[[str, dict[str, Any], "Command | None"], dict[str, Any]]
+
+
+class NotStarted(Exception):
+    """The guest died before it took this command; it may be sent to a new guest."""
+
+
+@dataclass
+class Command:
+    message: dict[str, Any]
+    timeout_s: float | None = None
+    context: Any = None
+    """Whatever the ops handler needs for this command (the cell's tool calls)."""
+    before: Callable[[], None] | None = None
+    """Run on the guest's thread just before the guest receives the command."""
+    future: cf.Future = field(default_factory=cf.Future)
+    raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+    _raw_size: int = 0
+
+    def add_raw(self, stream: str, data: bytes) -> None:
+        if self._raw_size < _RAW_OUTPUT_LIMIT:
+            chunk = data[: _RAW_OUTPUT_LIMIT - self._raw_size]
+            self.raw.setdefault(stream, []).append(chunk)
+            self._raw_size += len(chunk)
+
+    def raw_text(self, stream: str) -> str:
+        return b"".join(self.raw.get(stream, ())).decode("utf-8", "replace")
+
+
+class Worker:
+    """Owns one guest instance and the thread that runs it."""
+
+    def __init__(self, runtime: Runtime, workdir: Path, memory_bytes: int):
+        self.workdir = workdir
+        self.ops: OpsHandler | None = None
+        self.death: GuestTrap | None = None
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._current: Command | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        spec = GuestSpec(workdir=workdir, memory_bytes=memory_bytes,
+                         boot_source=runtime.transport_source + _BOOT)
+        self.instance = runtime.instantiate(spec)
+        self.instance.handler = self._handle
+        self.instance.output = self._output
+        self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
+        self.thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.death is None and not self._closed
+
+    # -- any thread ---------------------------------------------------------------------
+
+    def submit(self, command: Command) -> cf.Future:
+        with self._lock:
+            if not self.alive:
+                command.future.set_exception(NotStarted("the guest is gone"))
+            else:
+                self._commands.put(command)
+        return command.future
+
+    def call(self, message: dict[str, Any], timeout: float | None = 60.0) -> Any:
+        """Submit a command and wait for its result (for setup and housekeeping)."""
+        return self.submit(Command(message)).result(timeout)
+
+    def stop(self, reason: str) -> None:
+        """Make a running guest trap; it will take no more commands."""
+        self.instance.stop(reason)  # type: ignore[arg-type]
+
+    def shutdown(self, timeout: float = 2.0) -> None:
+        """Ask the guest to exit and wait for its thread; stop it if it does not."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._commands.put(Command({"op": "exit"}))
+        if threading.current_thread() is self.thread:
+            return
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.instance.stop("abandoned")
+            self.thread.join(timeout)
+
+    # -- the guest's thread -------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            self.instance.run()
+            self.death = GuestTrap("exit", "the interpreter exited")
+        except GuestTrap as trap:
+            self.death = trap
+        except BaseException as exc:  # noqa: BLE001
+            log.exception("tooliscode: guest thread failed")
+            self.death = GuestTrap("crash", f"the guest failed: {exc}")
+        finally:
+            with self._lock:
+                self._closed = True
+                current, self._current = self._current, None
+            if current is not None and not current.future.done():
+                current.future.set_exception(self.death)
+            while True:
+                try:
+                    pending = self._commands.get_nowait()
+                except queue.Empty:
+                    break
+                if not pending.future.done():
+                    pending.future.set_exception(NotStarted("the guest died first"))
+            try:
+                self.instance.close()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: closing the instance failed")
+
+    def _output(self, stream: str, data: bytes) -> None:
+        current = self._current
+        if current is not None:
+            current.add_raw(stream, data)
+
+    def _handle(self, frame: bytes) -> bytes:
+        try:
+            msg = json.loads(frame)
+            if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
+                raise ValueError("a request must be a JSON object with a string 'op'")
+            reply = self._dispatch(msg)
+        except Exception as exc:  # noqa: BLE001 - frames are untrusted input
+            reply = {"ok": False, "kind": "protocol", "error": f"bad request to the host: {exc}"}
+        try:
+            return marshal.dumps(reply)
+        except (ValueError, TypeError) as exc:
+            return marshal.dumps({"ok": False, "kind": "protocol",
+                                  "error": f"the host could not encode its answer: {exc}"})
+
+    def _dispatch(self, msg: dict[str, Any]) -> Any:
+        op = msg["op"]
+        if op in ("ready", "done"):
+            return self._next(msg.get("result") if op == "done" else None)
+        if op == "boot":
+            return {"modules": guest_sources(), "cwd": GUEST_DIR}
+        if self.ops is None:
+            return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
+        return self.ops(op, msg, self._current)
+
+    def _next(self, result: Any) -> dict[str, Any]:
+        current, self._current = self._current, None
+        if current is not None and not current.future.done():
+            current.future.set_result(result if isinstance(result, dict) else {})
+        self.instance.disarm()
+        command = self._commands.get()
+        self._current = command
+        if command.before is not None:
+            command.before()
+        if command.message.get("op") == "cell":
+            self.instance.arm(command.timeout_s)
+        return command.message
