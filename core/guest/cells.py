@@ -73,6 +73,8 @@ def _may_end_in_expression(compiled: Any, code: str) -> bool:
     the cell parsed again to keep that expression's value (most cells end otherwise)."""
     if _RETURN_CONST is None:  # an interpreter whose bytecode we do not know: always check
         return True
+    if compiled.co_exceptiontable:  # handlers are laid out after the end: the tail says nothing
+        return True
     raw = compiled.co_code
     if len(raw) >= 4 and raw[-4] == _POP_TOP and raw[-2] == _RETURN_CONST:
         return True

@@ -1,0 +1,31 @@
+# Two commands for a fresh clone: `make demo` and `make test`. Each creates .venv and
+# installs what it needs (the project with every framework extra and the test tools).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[all,dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(PY) examples/demo.py
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+lint: setup
+	$(PY) -m ruff check core integrations tests examples benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,62 @@
+"""The session folder: shared with the host, kept across restarts, removed on close."""
+
+from __future__ import annotations
+
+from tooliscode import Limits, Session
+
+
+def test_host_sees_what_the_guest_wrote(session):
+    r = session.run("import os\nos.makedirs('out/deep', exist_ok=True)\n"
+                    "open('out/deep/r.csv', 'w').write('a,b\\n1,2\\n')\n"
+                    "open('notes.txt', 'w').write('hello')")
+    assert r.ok and set(r.files_written) == {"out/deep/r.csv", "notes.txt"}
+    assert session.read_file("out/deep/r.csv") == b"a,b\n1,2\n"
+    assert session.read_file("/session/notes.txt") == b"hello"
+    assert {f.path for f in session.files()} >= {"out/deep/r.csv", "notes.txt"}
+    assert session.run("x = 1").files_written == ()
+
+
+def test_host_can_give_the_guest_files(session):
+    session.write_file("input/data.json", '{"n": 3}')
+    r = session.run("import json\njson.load(open('input/data.json'))['n']")
+    assert r.value == "3"
+
+
+def test_sqlite_in_the_folder(session):
+    r = session.run("import sqlite3\ndb = sqlite3.connect('db.sqlite')\n"
+                    "db.execute('create table t(x)')\ndb.executemany('insert into t values (?)', [(i,) for i in range(100)])\n"
+                    "db.commit()\ndb.execute('select sum(x) from t').fetchone()[0]")
+    assert r.ok and r.value == "4950", r.error
+    assert (session.workdir / "db.sqlite").stat().st_size > 0
+
+
+def test_own_folder_is_kept_and_survives_restart(tmp_path):
+    folder = tmp_path / "mine"
+    with Session([], workdir=folder, limits=Limits(timeout_s=1)) as s:
+        assert s.workdir == folder.resolve()
+        s.run("open('keep.txt', 'w').write('1')")
+        r = s.run("while True: pass")
+        assert r.restarted
+        assert s.run("open('keep.txt').read()").value == "'1'"
+    assert (folder / "keep.txt").read_text() == "1"
+
+
+def test_temporary_folder_is_deleted_on_close():
+    s = Session([])
+    folder = s.workdir
+    s.run("open('x', 'w').write('y')")
+    assert folder.exists()
+    s.close()
+    assert not folder.exists()
+    s.close()  # twice is fine
+
+
+def test_closed_session_refuses_work():
+    import pytest
+
+    from tooliscode import SessionClosed
+
+    s = Session([])
+    s.close()
+    with pytest.raises(SessionClosed):
+        s.run("1")

@@ -1,0 +1,86 @@
+"""Limits: time, memory, output; recovery after a trap."""
+
+from __future__ import annotations
+
+import time
+
+from tooliscode import Limits, Session
+
+
+def test_runaway_loop_is_stopped_and_the_session_recovers(short_session):
+    s = short_session
+    assert s.run("keep = 1\ndef helper():\n    return 2\nopen('kept.txt', 'w').write('x')").ok
+    start = time.perf_counter()
+    r = s.run("while True:\n    pass")
+    took = time.perf_counter() - start
+    assert not r.ok and r.restarted and r.error_type == "TimeoutError"
+    assert 1.4 < took < 5
+    assert "keep" in r.lost_names and "helper" in r.lost_names
+    assert "restarted" in r.error and "keep" in r.error
+    after = s.run("open('kept.txt').read()")
+    assert after.ok and after.value == "'x'"  # the folder survived
+    assert not s.run("keep").ok  # the variable did not
+    assert s.run("get_order(order_id=2)['id']").value == "2"  # tools are back
+
+
+def test_timeout_counts_time_spent_waiting_in_tools(short_session):
+    r = short_session.run("import time\nfor i in range(10):\n    slow(0.3)")
+    assert not r.ok and r.restarted
+
+
+def test_memory_limit_raises_memory_error_and_keeps_state():
+    with Session([], limits=Limits(memory_bytes=64 * 1024 * 1024)) as s:
+        assert s.run("keep = 'still here'").ok
+        r = s.run("blob = bytearray(200 * 1024 * 1024)")
+        assert not r.ok and r.error_type == "MemoryError" and not r.restarted
+        r = s.run("chunks = []\nwhile True:\n    chunks.append(bytearray(1024 * 1024))")
+        assert not r.ok and r.error_type == "MemoryError"
+        assert s.run("del chunks\nkeep").value == "'still here'"
+
+
+def test_deep_c_recursion_traps_and_recovers():
+    with Session([], limits=Limits(timeout_s=20)) as s:
+        s.run("marker = 1")
+        r = s.run("import sys\nsys.setrecursionlimit(10**7)\n"
+                  "x = []\nfor _ in range(200_000):\n    x = [x]\nrepr(x)[:10]")
+        # CPython guards its C stack with RecursionError; a guest that traps instead must
+        # come back: either way the session goes on.
+        assert not r.ok and r.error_type in ("RecursionError", "MemoryError")
+        assert s.run("1 + 1").value == "2"
+
+
+def test_output_is_cut_with_a_notice_and_saved_in_the_folder():
+    with Session([], limits=Limits(output_chars=1_000)) as s:
+        r = s.run("for i in range(5000):\n    print(f'line {i}')")
+        assert r.ok
+        assert len(r.stdout) < 1_200
+        assert r.stdout.startswith("line 0\n") and r.stdout.rstrip().endswith("line 4999")
+        assert "characters cut" in r.stdout
+        assert r.truncated and "/session/.tooliscode/output/" in r.truncated
+        saved = r.truncated.split(" is in ")[1].split(";")[0]
+        full = s.read_file(saved).decode()
+        assert full.count("\n") == 5000 and "line 2500" in full
+        check = s.run(f"sum(1 for _ in open('{saved}'))")
+        assert check.value == "5000"
+
+
+def test_huge_single_print_is_bounded():
+    with Session([], limits=Limits(output_chars=2_000, spill_bytes=100_000)) as s:
+        r = s.run("print('z' * 5_000_000)")
+        assert r.ok and len(r.stdout) < 2_500
+        assert "5,000,001 characters" in r.truncated
+
+
+def test_no_output_limit_keeps_everything():
+    with Session([], limits=Limits(output_chars=None)) as s:
+        r = s.run("print('q' * 100_000)")
+        assert len(r.stdout) == 100_001 and r.truncated is None
+
+
+def test_limits_are_validated():
+    import pytest
+
+    with pytest.raises(ValueError):
+        Limits(memory_bytes=1024)
+    with pytest.raises(ValueError):
+        Limits(timeout_s=0)

@@ -1,0 +1,191 @@
+"""Guest code calling host tools: plain, awaited, gathered; errors, timeouts, conversion."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import time
+
+import pydantic
+
+from tooliscode import Limits, Session, Tool
+
+
+def test_plain_call_returns_the_value(session):
+    r = session.run("o = get_order(order_id=3)\no['total']")
+    assert r.ok and r.value == "4.5", r.error
+    assert r.tool_calls[0].name == "get_order"
+    assert r.tool_calls[0].arguments == {"order_id": 3} and r.tool_calls[0].ok
+
+
+def test_positional_arguments(session):
+    r = session.run("get_order(2)['id']")
+    assert r.ok and r.value == "2", r.error
+
+
+def test_sync_tools_run_on_the_session_thread(session):
+    assert session.run("whoami()").value == "'tooliscode-guest'"
+
+
+def test_awaited_call(session):
+    r = session.run("x = await get_order(order_id=1)\nx['status']")
+    assert r.ok and r.value == "'paid'", r.error
+
+
+def test_gathered_calls_run_concurrently(session):
+    start = time.perf_counter()
+    r = session.run("import asyncio\n"
+                    "res = await asyncio.gather(slow(0.3, 'a'), *(aslow(0.3, str(i)) for i in range(5)))\n"
+                    "[res[0]] + [x['tag'] for x in res[1:]]")
+    took = time.perf_counter() - start
+    assert r.ok, r.error
+    assert r.value == "['a', '0', '1', '2', '3', '4']"
+    assert took < 1.2, f"6 calls of 0.3 s took {took:.2f} s: not concurrent"
+    assert len(r.tool_calls) == 6
+
+
+def test_asyncio_run_with_gather(session):
+    r = session.run("import asyncio\nasync def main():\n"
+                    "    return await asyncio.gather(*(aslow(0.2, str(i)) for i in range(4)))\n"
+                    "len(asyncio.run(main()))")
+    assert r.ok and r.value == "4", r.error
+
+
+def test_async_tools_run_on_a_private_loop_under_run(session):
+    r = session.run("aslow(0, 't')['loop']")
+    assert r.ok
+    assert r.value is not None
+
+
+async def test_async_tools_run_on_the_callers_loop_under_arun(tools):
+    loop = asyncio.get_running_loop()
+    async with Session(tools) as s:
+        r = await s.arun("aslow(0.01, 't')['loop']")
+        assert r.ok, r.error
+        assert int(r.value) == id(loop)
+        r = await s.arun("x = await aslow(0.01, 'u')\nx['loop']")
+        assert int(r.value) == id(loop)
+
+
+def test_plain_call_inside_async_code_explains_itself(session):
+    r = session.run("async def f():\n    o = get_order(order_id=1)\n    return o['id']\n"
+                    "import asyncio\nasyncio.run(f())")
+    assert not r.ok
+    assert "await get_order" in r.error
+
+
+def test_tool_error_reaches_the_guest_with_its_message(session):
+    r = session.run("get_order(order_id=-5)")
+    assert not r.ok and r.error_type == "ToolError"
+    assert "order -5 does not exist" in r.error
+    r = session.run("try:\n    explode('bad thing')\nexcept ToolError as e:\n    msg = str(e)\nmsg")
+    assert r.ok and "ValueError: bad thing" in r.value
+    assert r.tool_calls[0].ok is False and "bad thing" in r.tool_calls[0].error
+
+
+def test_invalid_arguments_are_reported_by_field(session):
+    r = session.run("get_order(order_id='not a number')")
+    assert not r.ok and "order_id" in r.error
+
+
+def test_missing_and_unexpected_arguments(session):
+    r = session.run("get_order()")
+    assert not r.ok and "missing" in r.error and "order_id" in r.error
+    r = session.run("get_order(order_id=1, colour='red')")
+    assert not r.ok and "colour" in r.error
+
+
+def test_per_tool_timeout():
+    def stuck() -> str:
+        time.sleep(3)
+        return "late"
+
+    with Session([Tool.from_function(stuck, timeout_s=0.3)]) as s:
+        start = time.perf_counter()
+        r = s.run("stuck()")
+        assert not r.ok and "timed out" in r.error
+        assert time.perf_counter() - start < 2
+        assert s.run("1 + 1").value == "2"  # the session goes on
+
+
+def test_async_tool_timeout_from_limits():
+    async def hang() -> str:
+        await asyncio.sleep(5)
+        return "late"
+
+    with Session([hang], limits=Limits(tool_timeout_s=0.2)) as s:
+        r = s.run("try:\n    hang()\nexcept ToolError as e:\n    err = str(e)\nerr")
+        assert r.ok and "timed out" in r.value
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Model(pydantic.BaseModel):
+    name: str
+    when: dt.date
+
+
+def odd_results() -> dict:
+    """Returns values that are not JSON."""
+    return {"point": Point(1, 2), "model": Model(name="m", when=dt.date(2024, 5, 1)),
+            "bytes": b"abc", "blob": b"\xff\x00", "set": {3, 1, 2}, "tuple": (1, 2),
+            "when": dt.datetime(2024, 1, 2, 3, 4, 5), 7: "int key", "obj": object()}
+
+
+def test_results_are_converted_by_the_documented_rule():
+    with Session([odd_results]) as s:
+        r = s.run("r = odd_results()\n[r['point'], r['model'], r['bytes'], r['blob'], r['set'], "
+                  "r['tuple'], r['when'], r['7'], r['obj'][:8]]")
+        assert r.ok, r.error
+        assert r.value == ("[{'x': 1, 'y': 2}, {'name': 'm', 'when': '2024-05-01'}, 'abc', "
+                           "{'type': 'bytes', 'base64': '/wA='}, [1, 2, 3], [1, 2], "
+                           "'2024-01-02T03:04:05', 'int key', '<object ']")
+
+
+def test_tool_call_limit_per_cell():
+    def ping() -> int:
+        return 1
+
+    with Session([ping], limits=Limits(tool_calls=5)) as s:
+        r = s.run("n = 0\ntry:\n    for i in range(10):\n        n += ping()\n"
+                  "except ToolError as e:\n    print(e)\nn")
+        assert r.value == "5"
+        assert "limit of 5 tool calls" in r.stdout
+        assert s.run("ping()").value == "1"  # the count is per cell
+
+
+def test_unknown_tool_is_a_name_error(session):
+    r = session.run("get_ordr(order_id=1)")
+    assert not r.ok and r.error_type == "NameError"
+
+
+def test_large_result_crosses_intact():
+    def big() -> list:
+        return [{"i": i, "s": "x" * 50} for i in range(50_000)]
+
+    with Session([big]) as s:
+        r = s.run("rows = big()\n(len(rows), rows[-1]['i'], sum(r['i'] for r in rows))")
+        assert r.ok and r.value == f"(50000, 49999, {sum(range(50_000))})", r.error
+
+
+def test_large_arguments_cross_intact():
+    def count(text: str) -> int:
+        return len(text)
+
+    with Session([count]) as s:
+        r = s.run("count('y' * 5_000_000)")
+        assert r.ok and r.value == "5000000", r.error
+
+
+def test_openai_dict_tool_with_function():
+    spec = {"type": "function", "name": "add", "description": "Add.",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                            "b": {"type": "integer"}},
+                           "required": ["a", "b"]}}
+    with Session([Tool.from_openai(spec, function=lambda a, b: a + b)]) as s:
+        assert s.run("add(2, b=3)").value == "5"
