@@ -1,0 +1,1 @@
+"""Framework adapters. Each module imports exactly one framework and tooliscode's public names."""
