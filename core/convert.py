@@ -15,16 +15,16 @@
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import datetime as _dt
-import enum
-import math
-import uuid
+import sys
 from collections.abc import Iterator, Mapping
-from decimal import Decimal
-from pathlib import PurePath
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# This file also runs inside the sandbox, where every import costs start-up time and memory.
+# So it imports no module just to test `isinstance`: if `datetime` was never imported, no
+# object can be a datetime. `_loaded` looks such modules up only when they are there.
 
 __all__ = ["to_json_value"]
 
@@ -64,6 +64,16 @@ def _is_plain(obj: Any, depth: int) -> bool:
     return False
 
 
+def _loaded(module: str, name: str) -> Any:
+    """`module.name` if the module is already imported, else a type nothing is an instance of."""
+    found = sys.modules.get(module)
+    return getattr(found, name, _Never) if found is not None else _Never
+
+
+class _Never:
+    pass
+
+
 def _key(key: Any) -> str:
     if isinstance(key, str):
         return key
@@ -73,9 +83,9 @@ def _key(key: Any) -> str:
         return "false"
     if key is None:
         return "null"
-    if isinstance(key, float) and not math.isfinite(key):
-        return "NaN" if math.isnan(key) else ("Infinity" if key > 0 else "-Infinity")
-    if isinstance(key, enum.Enum):
+    if isinstance(key, float) and (key != key or key in (float("inf"), float("-inf"))):
+        return "NaN" if key != key else ("Infinity" if key > 0 else "-Infinity")
+    if isinstance(key, _loaded("enum", "Enum")):
         return _key(key.value)
     return str(key)
 
@@ -92,7 +102,7 @@ def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
 
 
 def _convert_object(obj: Any, depth: int, seen: set[int]) -> Any:
-    if isinstance(obj, enum.Enum):
+    if isinstance(obj, _loaded("enum", "Enum")):
         return _convert(obj.value, depth + 1, seen)
     if isinstance(obj, (bool, int, float, str)):  # subclasses of the scalars
         return (bool if isinstance(obj, bool) else int if isinstance(obj, int) else
@@ -102,12 +112,16 @@ def _convert_object(obj: Any, depth: int, seen: set[int]) -> Any:
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
+            import base64
+
             return {"type": "bytes", "base64": base64.b64encode(raw).decode("ascii")}
-    if isinstance(obj, (_dt.datetime, _dt.date, _dt.time)):
+    if isinstance(obj, (_loaded("datetime", "datetime"), _loaded("datetime", "date"),
+                        _loaded("datetime", "time"))):
         return obj.isoformat()
-    if isinstance(obj, _dt.timedelta):
+    if isinstance(obj, _loaded("datetime", "timedelta")):
         return obj.total_seconds()
-    if isinstance(obj, (Decimal, uuid.UUID, PurePath, complex)):
+    if isinstance(obj, (_loaded("decimal", "Decimal"), _loaded("uuid", "UUID"),
+                        _loaded("pathlib", "PurePath"), complex)):
         return str(obj)
     if id(obj) in seen:
         return "<cycle>"
@@ -135,8 +149,10 @@ def _convert_container(obj: Any, depth: int, seen: set[int]) -> Any:
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
         return _convert(dump(mode="json"), nxt, seen)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _convert(getattr(obj, f.name), nxt, seen) for f in dataclasses.fields(obj)}
+    fields = getattr(type(obj), "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        return {name: _convert(getattr(obj, name), nxt, seen) for name, f in fields.items()
+                if getattr(f, "_field_type", None) is _loaded("dataclasses", "_FIELD")}
     tolist = getattr(obj, "tolist", None)
     if callable(tolist) and not isinstance(obj, type):
         return _convert(tolist(), nxt, seen)

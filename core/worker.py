@@ -26,19 +26,32 @@ log = logging.getLogger("tooliscode")
 
 _BOOT = '''
 import sys, marshal
+from importlib.machinery import ModuleSpec
 _boot = marshal.loads(exchange(b'{"op":"boot"}'))
-_pkg = type(sys)("tooliscode_guest")
-_pkg.__path__ = []
-sys.modules["tooliscode_guest"] = _pkg
-for _name, _src in _boot["modules"]:
-    _mod = type(sys)(_name)
-    _mod.__file__ = "<tooliscode>/" + _name.rsplit(".", 1)[-1] + ".py"
-    _mod.__package__ = "tooliscode_guest"
-    sys.modules[_name] = _mod
-    setattr(_pkg, _name.rsplit(".", 1)[-1], _mod)
-    exec(compile(_src, _mod.__file__, "exec"), _mod.__dict__)
-del _name, _src, _mod, _pkg
-sys.modules["tooliscode_guest.main"].main(exchange, _boot)
+
+class _GuestFinder:
+    """Imports tooliscode_guest modules from the sources the host sent, on first use, so a
+    guest loads only what it needs (asyncio support, for one, only when asyncio is used)."""
+    sources = dict(_boot["modules"])
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "tooliscode_guest" or name in self.sources:
+            spec = ModuleSpec(name, self, origin="<tooliscode>/" + name.rpartition(".")[2] + ".py",
+                              is_package=name == "tooliscode_guest")
+            spec.has_location = True
+            return spec
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        source = self.sources.get(module.__name__, "")
+        exec(compile(source, module.__spec__.origin, "exec"), module.__dict__)
+
+sys.meta_path.insert(0, _GuestFinder())
+import tooliscode_guest.main
+tooliscode_guest.main.main(exchange, _boot)
 '''
 _RAW_OUTPUT_LIMIT = 64 * 1024
 OpsHandler = Callable[[str, dict[str, Any], "Command | None"], dict[str, Any]]

@@ -68,10 +68,11 @@ def test_top_level_await_and_asyncio_run(session):
     assert r.ok and r.value == "5", r.error
 
 
-def test_asyncio_run_in_a_fresh_guest_without_prior_import(tools):
+def test_asyncio_loads_only_when_used_and_then_works(tools, tmp_path):
     from tooliscode import Session
 
-    with Session(tools) as s:
+    with Session(tools, workdir=tmp_path) as s:  # an own folder: a cold guest, not a pooled one
+        assert s.run("import sys\n'asyncio' in sys.modules").value == "False"
         r = s.run("import asyncio\nasync def m():\n    return await aslow(0.01, 'x')\n"
                   "asyncio.run(m())['tag']")
         assert r.ok and r.value == "'x'", r.error

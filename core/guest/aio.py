@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from . import channel
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import collections
 import io
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Capture"]
 

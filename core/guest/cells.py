@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-import ast
 import builtins
-import inspect
-import linecache
 import opcode
 import sys
-import traceback
-from typing import Any
 
 from .capture import Capture
 from .convert import to_json_value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import traceback
+    from typing import Any
 
 __all__ = ["CellRunner", "FinalAnswer", "format_error"]
 
 GUEST_PREFIX = "<tooliscode>/"
 _VALUE = "__tic_value__"
-_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_FLAGS = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast for every cell
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+_sources: dict[str, str] = {}
+"""Cell sources by file name, handed to linecache only when a traceback is formatted."""
 _POP_TOP = opcode.opmap.get("POP_TOP")
 _RETURN_CONST = opcode.opmap.get("RETURN_CONST")
 _LITERAL_START = tuple("'\"0123456789-+[({.") + ("None", "True", "False")
@@ -40,7 +43,7 @@ def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
     frames = [f for f in te.stack if not f.filename.startswith(GUEST_PREFIX)]
     first_cell = next((i for i, f in enumerate(frames) if f.filename.startswith("<cell-")),
                       len(frames))  # no cell frame (a syntax error): no stack to show
-    te.stack = traceback.StackSummary.from_list(frames[first_cell:])
+    te.stack = type(te.stack).from_list(frames[first_cell:])
     for nested in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
         if nested is not None:
             _trim(nested, seen)
@@ -48,6 +51,12 @@ def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
 
 def format_error(exc: BaseException) -> str:
     """The traceback with the sandbox's own frames left out."""
+    import linecache
+    import traceback
+
+    for name, source in _sources.items():
+        if name not in linecache.cache:
+            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
         _trim(te, set())
@@ -83,6 +92,8 @@ def _may_end_in_expression(compiled: Any, code: str) -> bool:
 
 
 def _compile_keeping_value(code: str, filename: str) -> Any:
+    import ast
+
     tree = ast.parse(code, filename, "exec", type_comments=False)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
@@ -120,7 +131,7 @@ class CellRunner:
 
     def _execute(self, code: str, filename: str) -> Any:
         compiled = compile(code, filename, "exec", flags=_FLAGS, dont_inherit=True)
-        is_async = bool(compiled.co_flags & inspect.CO_COROUTINE)
+        is_async = bool(compiled.co_flags & _CO_COROUTINE)
         if is_async or _may_end_in_expression(compiled, code):
             compiled = _compile_keeping_value(code, filename)
         self.ns.pop(_VALUE, None)
@@ -133,7 +144,7 @@ class CellRunner:
     def run(self, code: str, limits: dict[str, Any]) -> dict[str, Any]:
         self.count += 1
         filename = f"<cell-{self.count}>"
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        _sources[filename] = code
         spill = limits.get("spill_dir")
         out = Capture("stdout", limits.get("output_chars"),
                       f"{spill}/cell-{self.count}-stdout.txt" if spill else None,

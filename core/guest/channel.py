@@ -8,10 +8,14 @@ than `json.loads` for large tool results.
 from __future__ import annotations
 
 import json
+import json.encoder
 import marshal
-from typing import Any, Callable
 
 from .convert import to_json_value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 exchange: Callable[[bytes], Any] | None = None
 """Set at boot to the runtime's transport function."""
@@ -26,12 +30,17 @@ def _default(obj: Any) -> Any:
 
 
 _encoder = json.JSONEncoder(default=_default, separators=(",", ":"))
+# One C encoder made once: `json.dumps` builds a new one per call, which costs more than the
+# encoding of a small request. No cycle markers: a cycle ends in RecursionError, handled below.
+_fast = json.encoder.c_make_encoder(
+    None, _default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True,
+) if json.encoder.c_make_encoder is not None else None
 
 
 def encode(message: dict[str, Any]) -> bytes:
     try:
-        text = _encoder.encode(message)
-    except (TypeError, ValueError):  # e.g. tuple keys, or a cycle: convert everything first
+        text = "".join(_fast(message, 0)) if _fast is not None else _encoder.encode(message)
+    except (TypeError, ValueError, RecursionError):  # tuple keys, cycles: convert first
         text = _encoder.encode(to_json_value(message))
     return text.encode("ascii")
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from typing import Any
 
-from . import aio, channel
+from . import channel
 from .cells import CellRunner, FinalAnswer, format_error
 from .tools import ToolError, ToolFunction, ToolNamespace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 
@@ -94,6 +97,8 @@ class Guest:
         if op == "warm":
             import asyncio  # noqa: F401 - paid now, in the pool, not in the first cell
 
+            from . import aio
+
             aio.install()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {op!r}"}
@@ -111,14 +116,27 @@ class _AsyncioHook:
 
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            exec_module = spec.loader.exec_module
-
-            def exec_and_install(module: Any) -> None:
-                exec_module(module)
-                aio.install()
-
-            spec.loader.exec_module = exec_and_install  # type: ignore[method-assign]
+            spec.loader = _InstallAfter(spec.loader)
         return spec
+
+
+class _InstallAfter:
+    """Wraps asyncio's loader (which may be shared by the whole stdlib, e.g. a zipimporter)."""
+
+    def __init__(self, loader: Any):
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        from . import aio
+
+        aio.install()
 
 
 def main(exchange: Any, boot: dict[str, Any]) -> None:
@@ -129,6 +147,8 @@ def main(exchange: Any, boot: dict[str, Any]) -> None:
         os.chdir(cwd)
         sys.path.insert(0, cwd)
     if "asyncio" in sys.modules:
+        from . import aio
+
         aio.install()
     else:
         sys.meta_path.insert(0, _AsyncioHook())

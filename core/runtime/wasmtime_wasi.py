@@ -39,8 +39,8 @@ _MASK = 0xFFFFFFFF
 _tls = threading.local()
 
 _TRANSPORT = f'''
-import socket as _socket, struct as _struct
-_sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fileno={CHANNEL_FD})
+import _socket, struct as _struct
+_sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, {CHANNEL_FD})
 _buf = bytearray(1 << 16)
 
 def exchange(request):
@@ -175,7 +175,7 @@ class WasmtimeInstance(Instance):
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
-        wasi.argv = ["python", "-I", "-c", spec.boot_source]
+        wasi.argv = ["python", "-I", "-S", "-c", spec.boot_source]
         env = dict(spec.extra_env)
         if self._rt.wasm.lib_dir is not None:
             env.setdefault("PYTHONHOME", "/")
