@@ -60,7 +60,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
                  workdir: Path) -> CellResult:
     cell: Cell = command.context
     report = report if isinstance(report, dict) else {}
-    notices: list[str] = []
+    notices: list[str] = list(command.notices)
     if lost is not None:
         notices.append(restart_notice(lost))
     stdout = _stream(report.get("stdout"), command, "stdout", notices)
@@ -102,4 +102,4 @@ def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits
                                                                                  "GuestCrash"),
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
         restarted=True, lost_names=lost, files_written=tuple(changed(cell.before, snapshot(workdir))),
-        notices=(notice,))
+        notices=(*command.notices, notice))

@@ -39,6 +39,12 @@ class Limits:
     spill_bytes: int = 16 * 1024 * 1024
     """How much of an over-long output is saved to the session folder."""
 
+    disk_bytes: int | None = 1024 * 1024 * 1024
+    """Most bytes the session folder may hold; past it, writes fail with "Disk quota exceeded"."""
+
+    disk_entries: int | None = 100_000
+    """Most files, folders and links the session folder may hold."""
+
     def __post_init__(self) -> None:
         if self.memory_bytes < 32 * 1024 * 1024:
             raise ValueError("Limits.memory_bytes must be at least 32 MiB: CPython needs that to start")
@@ -46,7 +52,7 @@ class Limits:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive or None")
-        for name in ("output_chars", "tool_calls"):
+        for name in ("output_chars", "tool_calls", "disk_bytes", "disk_entries"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"Limits.{name} must be >= 0 or None")

@@ -13,6 +13,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .limits import Limits
 from .runtime import Runtime
 from .worker import Worker
 
@@ -26,11 +27,11 @@ def new_workdir() -> Path:
 
 
 class WarmPool:
-    """Keeps up to `size` parked guests with `memory_bytes` of memory for `runtime`."""
+    """Keeps up to `size` parked guests for `runtime` (default limits; an adopting session
+    applies its own with `Worker.configure`)."""
 
-    def __init__(self, runtime: Runtime, memory_bytes: int, size: int = 2):
+    def __init__(self, runtime: Runtime, size: int = 2):
         self.runtime = runtime
-        self.memory_bytes = memory_bytes
         self.size = size
         self._ready: list[Worker] = []
         self._lock = threading.Lock()
@@ -38,7 +39,7 @@ class WarmPool:
         self._closed = False
 
     def start_worker(self, workdir: Path, *, warm: bool) -> Worker:
-        worker = Worker(self.runtime, workdir, self.memory_bytes)
+        worker = Worker(self.runtime, workdir, Limits())
         if warm:
             worker.call({"op": "warm"})
         return worker

@@ -28,17 +28,16 @@ from .worker import Command, NotStarted, Worker
 __all__ = ["Session"]
 
 _WATCHDOG_GRACE_S = 5.0
-_pools: dict[tuple[int, int], WarmPool] = {}
+_pools: dict[int, WarmPool] = {}
 _pools_lock = threading.Lock()
 _live: weakref.WeakSet[Session] = weakref.WeakSet()
 
 
-def _pool(runtime: Runtime, memory_bytes: int) -> WarmPool:
-    key = (id(runtime), memory_bytes)
+def _pool(runtime: Runtime) -> WarmPool:
     with _pools_lock:
-        pool = _pools.get(key)
+        pool = _pools.get(id(runtime))
         if pool is None:
-            pool = _pools[key] = WarmPool(runtime, memory_bytes)
+            pool = _pools[id(runtime)] = WarmPool(runtime)
         return pool
 
 
@@ -77,13 +76,13 @@ class Session:
         self._setup: dict[str, Any] | None = None
         self._closed = False
         if workdir is None:
-            worker = _pool(self.runtime, self.limits.memory_bytes).acquire()
+            worker = _pool(self.runtime).acquire()
             self._state = _State(None, worker.workdir, True)
         else:
             folder = Path(workdir).resolve()
             folder.mkdir(parents=True, exist_ok=True)
             self._state = _State(None, folder, False)
-            worker = Worker(self.runtime, folder, self.limits.memory_bytes)
+            worker = Worker(self.runtime, folder, self.limits)
         self._finalizer = weakref.finalize(self, self._state.release)
         self._attach(worker)
         _live.add(self)
@@ -175,7 +174,8 @@ class Session:
         ops = weakref.WeakMethod(self._ops)
         worker.ops = lambda op, msg, cmd: (ops() or _closed_ops)(op, msg, cmd)
         self._state.worker = worker
-        reply = worker.call(self._setup_message())
+        reply = worker.submit(Command(self._setup_message(), before=worker.configure(self.limits))
+                              ).result(60)
         if not isinstance(reply, dict) or not reply.get("ok"):
             raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
 
@@ -184,7 +184,7 @@ class Session:
         if worker is None or not worker.alive:
             if worker is not None:
                 self._lost = self._names
-            self._attach(Worker(self.runtime, self.workdir, self.limits.memory_bytes))
+            self._attach(Worker(self.runtime, self.workdir, self.limits))
             self._names = ()
             worker = self._state.worker
         assert worker is not None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .guest import guest_sources
+from .limits import Limits
 from .runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 
 __all__ = ["Command", "Worker", "NotStarted"]
@@ -71,6 +72,8 @@ class Command:
     """Run on the guest's thread just before the guest receives the command."""
     future: cf.Future = field(default_factory=cf.Future)
     raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+    notices: list[str] = field(default_factory=list)
+    """What the runtime refused while the command ran (a full folder)."""
     _raw_size: int = 0
 
     def add_raw(self, stream: str, data: bytes) -> None:
@@ -86,7 +89,7 @@ class Command:
 class Worker:
     """Owns one guest instance and the thread that runs it."""
 
-    def __init__(self, runtime: Runtime, workdir: Path, memory_bytes: int):
+    def __init__(self, runtime: Runtime, workdir: Path, limits: Limits):
         self.workdir = workdir
         self.ops: OpsHandler | None = None
         self.death: GuestTrap | None = None
@@ -94,8 +97,9 @@ class Worker:
         self._current: Command | None = None
         self._lock = threading.Lock()
         self._closed = False
-        spec = GuestSpec(workdir=workdir, memory_bytes=memory_bytes,
-                         boot_source=runtime.transport_source + _BOOT)
+        spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
+                         boot_source=runtime.transport_source + _BOOT,
+                         disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
@@ -119,6 +123,11 @@ class Worker:
     def call(self, message: dict[str, Any], timeout: float | None = 60.0) -> Any:
         """Submit a command and wait for its result (for setup and housekeeping)."""
         return self.submit(Command(message)).result(timeout)
+
+    def configure(self, limits: Limits) -> Callable[[], None]:
+        """A `Command.before` hook that gives this guest `limits` (for adopted pool guests)."""
+        return lambda: self.instance.configure(limits.memory_bytes, limits.disk_bytes,
+                                               limits.disk_entries)
 
     def stop(self, reason: str) -> None:
         """Make a running guest trap; it will take no more commands."""
@@ -199,6 +208,7 @@ class Worker:
     def _next(self, result: Any) -> dict[str, Any]:
         current, self._current = self._current, None
         if current is not None and not current.future.done():
+            current.notices.extend(self.instance.take_notices())
             current.future.set_result(result if isinstance(result, dict) else {})
         self.instance.disarm()
         command = self._commands.get()

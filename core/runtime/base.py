@@ -44,6 +44,10 @@ class GuestSpec:
     memory_bytes: int
     boot_source: str
     """Python source run as `python -c`; it speaks to the host through `transport_source`."""
+    disk_bytes: int | None = None
+    """Most bytes the session folder may hold (None: unbounded)."""
+    disk_entries: int | None = None
+    """Most files, folders and links the session folder may hold."""
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -74,8 +78,14 @@ class Instance(ABC):
         """From any thread: make the guest trap at its next check (within a few ms)."""
 
     @abstractmethod
-    def set_memory_limit(self, memory_bytes: int) -> None:
-        """From the guest's thread: change the memory bound of a guest that already runs."""
+    def configure(self, memory_bytes: int, disk_bytes: int | None,
+                  disk_entries: int | None) -> None:
+        """From the guest's thread: change the bounds of a guest that already runs (a pooled
+        guest adopted by a session with its own limits)."""
+
+    @abstractmethod
+    def take_notices(self) -> list[str]:
+        """Things the runtime refused since the last call (a full folder), in words."""
 
     @abstractmethod
     def close(self) -> None:

@@ -1,30 +1,32 @@
 """The default runtime: CPython for WASI under wasmtime, in this process.
 
-The channel: the guest calls `socket.recv_into` on a reserved descriptor. That reaches
-WASI's `sock_recv`, which we shadow with a raw C-API host function. Shadowing `sock_recv`
-is safe to do completely because the guest is given no sockets, so the real function could
-only ever fail; every other descriptor gets the same "bad descriptor" answer. One crossing
-carries the request in (it sits in the guest's buffer) and the answer out (written into the
-same buffer), about 10 us.
+The channel: the guest calls `recv_into` on a reserved socket descriptor. That reaches WASI's
+`sock_recv`, which we shadow completely: the guest is given no sockets, so the real function
+could only ever fail, and every other descriptor gets that same "bad descriptor" answer. One
+crossing carries the request in (it sits in the guest's buffer) and the answer out (written
+into the same buffer), about 10 us.
+
+The imports that can grow the session folder are shadowed too, checked against its quota and
+handed on to the real WASI functions (see `shadow.py`).
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import struct
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import wasmtime
-from wasmtime import _ffi as ffi
 
+from ._capi import Memory, i32, i64, set_i32
 from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, Runtime, TrapReason
 from .cache import load_module
 from .epoch import EpochTicker
 from .locate import WasmFile, locate_python_wasm
+from .quota import DiskQuota
+from .shadow import GUARDED, Passthrough, define_shadow, passthrough_module
 
 __all__ = ["WasmtimeRuntime", "CHANNEL_FD"]
 
@@ -32,10 +34,10 @@ log = logging.getLogger("tooliscode")
 
 CHANNEL_FD = 1000
 _MORE = 0xFFFFFFFF
-_EBADF, _EINVAL, _EIO = 8, 28, 29
+_EBADF, _EDQUOT, _EINVAL, _EIO = 8, 19, 28, 29
+_O_CREAT = 1
 _U32 = struct.Struct("<I")
 _IOVEC = struct.Struct("<II")
-_MASK = 0xFFFFFFFF
 _tls = threading.local()
 
 _TRANSPORT = f'''
@@ -67,87 +69,62 @@ def exchange(request):
 '''
 
 
-def _raw(name: str, restype: Any, *argtypes: Any) -> Any:
-    """A private ctypes prototype of a C-API function (wasmtime-py's own stays untouched)."""
-    fn = ffi.dll[name]
-    fn.restype, fn.argtypes = restype, list(argtypes)
-    return fn
-
-
-_caller_context = _raw("wasmtime_caller_context", ctypes.c_void_p, ctypes.c_void_p)
-_memory_data = _raw("wasmtime_memory_data", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_memory_size = _raw("wasmtime_memory_data_size", ctypes.c_size_t, ctypes.c_void_p,
-                    ctypes.c_void_p)
-_ARGS = struct.Struct("<i12xI12xi12xi12xI12xI12x")  # six wasmtime_val_raw_t (16 bytes each)
-_views: dict[int, Any] = {}
-
-
-class _Memory:
-    """The guest's linear memory, bounds-checked: every pointer in a frame is untrusted."""
-
-    __slots__ = ("base", "size", "view")
-
-    def __init__(self, ctx: int, memory: int) -> None:
-        self.size = _memory_size(ctx, memory)
-        self.base = _memory_data(ctx, memory) or 0
-        array = _views.get(self.size)
-        if array is None:
-            array = _views[self.size] = ctypes.c_char * self.size
-        self.view = array.from_address(self.base)
-
-    def check(self, ptr: int, n: int) -> int:
-        if n < 0 or ptr + n > self.size:
-            raise ValueError(f"guest pointer out of bounds: {ptr}+{n}")
-        return ptr
-
-    def read(self, ptr: int, n: int) -> bytes:
-        self.check(ptr, n)
-        return self.view[ptr:ptr + n]
-
-    def write(self, ptr: int, data: bytes) -> None:
-        ctypes.memmove(self.base + self.check(ptr, len(data)), data, len(data))
+def _current() -> WasmtimeInstance | None:
+    return getattr(_tls, "instance", None)
 
 
 def _sock_recv(env: int, caller: int, args: int, nargs: int) -> int:
     # An exception escaping a host function would kill the instance: answer EIO instead.
     try:
-        inst: WasmtimeInstance | None = getattr(_tls, "instance", None)
-        errno = inst._sock_recv(caller, args) if inst is not None else _EBADF
+        inst = _current()
+        errno = inst._channel(caller, args) if inst is not None else _EBADF
     except BaseException:  # noqa: BLE001
         log.exception("tooliscode: channel failure")
         errno = _EIO
-    ctypes.c_int32.from_address(args).value = errno
+    set_i32(args, errno)
     return 0
 
 
-def _on_deadline(ctx: int, env: int, delta: ctypes._Pointer, kind: ctypes._Pointer) -> int:
+def _guard(name: str):
+    def callback(env: int, caller: int, args: int, nargs: int) -> int:
+        try:
+            inst = _current()
+            if inst is None:
+                set_i32(args, _EBADF)
+                return 0
+            if not inst._allowed(name, caller, args):
+                set_i32(args, _EDQUOT)
+                return 0
+            return inst._passthrough.call(name, caller, args, nargs)
+        except BaseException:  # noqa: BLE001
+            log.exception("tooliscode: %s failed", name)
+            set_i32(args, _EIO)
+            return 0
+
+    return callback
+
+
+def _on_deadline(ctx: int, env: int, delta: object, kind: object) -> int:
     try:
-        inst: WasmtimeInstance | None = getattr(_tls, "instance", None)
+        inst = _current()
         reason = inst._should_stop() if inst is not None else None
         if reason is not None:
             inst._trap_reason = reason
-            err = ffi.wasmtime_error_new(f"tooliscode: guest stopped ({reason})".encode())
-            return ctypes.cast(err, ctypes.c_void_p).value or 0
+            err = wasmtime._ffi.wasmtime_error_new(f"tooliscode: guest stopped ({reason})".encode())
+            return wasmtime._ffi.ctypes.cast(err, wasmtime._ffi.ctypes.c_void_p).value or 0
     except BaseException:  # noqa: BLE001
         log.exception("tooliscode: deadline check failed")
-    delta[0] = 1
-    kind[0] = 0  # continue
+    delta[0] = 1  # type: ignore[index]
+    kind[0] = 0  # type: ignore[index]  # continue
     return 0
 
 
-_UNCHECKED_CB = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_void_p, ctypes.c_size_t)
-_FINALIZER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_define_unchecked = _raw("wasmtime_linker_define_func_unchecked", ctypes.c_void_p,
-                         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                         ctypes.c_size_t, ctypes.c_void_p, _UNCHECKED_CB, ctypes.c_void_p,
-                         _FINALIZER)
-_SOCK_RECV_CB = _UNCHECKED_CB(_sock_recv)
-_DEADLINE_CB = ctypes.CFUNCTYPE(
-    ctypes.c_size_t, ctypes.POINTER(ffi.wasmtime_context_t), ctypes.c_void_p,
-    ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ffi.wasmtime_update_deadline_kind_t),
+_ctypes = wasmtime._ffi.ctypes
+_DEADLINE_CB = _ctypes.CFUNCTYPE(
+    _ctypes.c_size_t, _ctypes.POINTER(wasmtime._ffi.wasmtime_context_t), _ctypes.c_void_p,
+    _ctypes.POINTER(_ctypes.c_uint64), _ctypes.POINTER(wasmtime._ffi.wasmtime_update_deadline_kind_t),
 )(_on_deadline)
-_NO_FINALIZER = _FINALIZER(lambda _p: None)
+_NO_FINALIZER = _ctypes.CFUNCTYPE(None, _ctypes.c_void_p)(lambda _p: None)
 
 
 class WasmtimeInstance(Instance):
@@ -162,16 +139,19 @@ class WasmtimeInstance(Instance):
         self._armed = False
         self._stop_reason: TrapReason | None = None
         self._trap_reason: TrapReason | None = None
+        self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
         self._store = wasmtime.Store(runtime.engine)
         self._store.set_limits(memory_size=spec.memory_bytes)
         self._store.set_epoch_deadline(1)
-        ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), _DEADLINE_CB, None,
-                                                   _NO_FINALIZER)
+        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), _DEADLINE_CB,
+                                                             None, _NO_FINALIZER)
         self._store.set_wasi(self._wasi_config(spec))
         self._instance = runtime.linker.instantiate(self._store, runtime.module)
         memory = self._instance.exports(self._store)["memory"]
-        self._memory_struct = memory._memory  # kept alive: _memory points into it
-        self._memory = ctypes.addressof(self._memory_struct)
+        self._memory_handle = memory  # keeps the struct _memory points into alive
+        self._memory = _ctypes.addressof(memory._memory)
+        self._passthrough = Passthrough(runtime.engine, runtime.passthrough, self._store, memory,
+                                        GUARDED)
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
@@ -222,14 +202,14 @@ class WasmtimeInstance(Instance):
             return "timeout"
         return "crash"
 
-    def _sock_recv(self, caller: int, args: int) -> int:
-        fd, iovs, iovs_len, _flags, ro_len, ro_flags = _ARGS.unpack(ctypes.string_at(args, 96))
-        if fd != CHANNEL_FD:
+    def _channel(self, caller: int, args: int) -> int:
+        if i32(args, 0) != CHANNEL_FD:
             return _EBADF
-        if iovs_len < 1:
+        if i32(args, 2) < 1:
             return _EINVAL
-        mem = _Memory(_caller_context(caller), self._memory)
-        ptr, length = _IOVEC.unpack(mem.read(iovs, 8))
+        mem = Memory(caller, self._memory)
+        ptr, length = _IOVEC.unpack(mem.read(i32(args, 1), 8))
+        ro_len, ro_flags = i32(args, 4), i32(args, 5)
         mem.check(ro_len, 4), mem.check(ro_flags, 2), mem.check(ptr, length)
         if length < 4:
             return _EINVAL
@@ -251,8 +231,25 @@ class WasmtimeInstance(Instance):
         mem.write(ro_flags, b"\0\0")
         return 0
 
+    def _allowed(self, name: str, caller: int, args: int) -> bool:
+        """May this call that could grow the session folder go ahead?"""
+        quota = self._quota
+        if name in ("fd_write", "fd_pwrite"):
+            if i32(args, 0) < 3:  # stdout and stderr go to the host, not to disk
+                return True
+            nbytes = Memory(caller, self._memory).iovec_total(i32(args, 1), i32(args, 2))
+            return quota.allow(nbytes=nbytes)
+        if name == "fd_allocate":
+            return quota.allow(nbytes=i64(args, 2))
+        if name == "fd_filestat_set_size":
+            return quota.allow(nbytes=i64(args, 1))
+        if name == "path_open" and not i32(args, 4) & _O_CREAT:
+            return True
+        return quota.allow(entries=1)
+
     def arm(self, seconds: float | None) -> None:
         self._deadline = None if seconds is None else time.monotonic() + seconds
+        self._quota.stale()
         if not self._armed:
             self._armed = True
             self._rt.ticker.acquire()
@@ -264,8 +261,20 @@ class WasmtimeInstance(Instance):
             self._armed = False
             self._rt.ticker.release()
 
-    def set_memory_limit(self, memory_bytes: int) -> None:
+    def configure(self, memory_bytes: int, disk_bytes: int | None,
+                  disk_entries: int | None) -> None:
         self._store.set_limits(memory_size=memory_bytes)
+        self._quota.max_bytes, self._quota.max_entries = disk_bytes, disk_entries
+
+    def take_notices(self) -> list[str]:
+        if not self._quota.hit:
+            return []
+        self._quota.hit = False
+        q = self._quota
+        limits = [f"{q.max_bytes:,} bytes" if q.max_bytes is not None else "",
+                  f"{q.max_entries:,} entries" if q.max_entries is not None else ""]
+        return [f"The session folder is full (its quota is {' and '.join(x for x in limits if x)}): "
+                "writes were refused with 'Disk quota exceeded'. Delete files to make room."]
 
     def _should_stop(self) -> TrapReason | None:
         if self._stop_reason is not None:
@@ -283,7 +292,7 @@ class WasmtimeInstance(Instance):
 
     def close(self) -> None:
         self.handler = self.output = None
-        self._instance = None  # type: ignore[assignment]
+        self._instance = self._passthrough = self._memory_handle = None  # type: ignore[assignment]
         store, self._store = self._store, None  # type: ignore[assignment]
         if store is not None:
             store.close()
@@ -314,16 +323,13 @@ class WasmtimeRuntime(Runtime):
         config.epoch_interruption = True
         self.engine = wasmtime.Engine(config)
         self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
+        self.passthrough = passthrough_module(self.engine, self.module, GUARDED)
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
-        ty = wasmtime.FuncType([wasmtime.ValType.i32()] * 6, [wasmtime.ValType.i32()])
-        module, name = b"wasi_snapshot_preview1", b"sock_recv"
-        err = _define_unchecked(self.linker.ptr(), module, len(module), name, len(name),
-                                ty.ptr(), _SOCK_RECV_CB, None, _NO_FINALIZER)
-        if err:
-            raise wasmtime.WasmtimeError._from_ptr(ctypes.cast(err, ctypes.POINTER(
-                ffi.wasmtime_error_t)))
+        self._callbacks = [define_shadow(self.linker, self.module, "sock_recv", _sock_recv)]
+        self._callbacks += [define_shadow(self.linker, self.module, name, _guard(name))
+                            for name in GUARDED]
         self.ticker = EpochTicker(self.engine, tick_s)
 
     @property
