@@ -14,10 +14,12 @@ from .registry import ToolRegistry
 from .result import CellResult, ToolCallRecord
 from .session import Session
 from .tools import Tool, as_tool
+from .toolset import ToolIsCode, ToolOutput
 
 __all__ = [
     "CellResult", "FileInfo", "Limits", "RuntimeIntegrityError", "RuntimeNotFound", "Session",
-    "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCodeError", "ToolRegistry",
+    "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCode", "ToolIsCodeError",
+    "ToolOutput", "ToolRegistry",
     "as_tool", "to_json_value",
 ]
 __version__ = "0.1.0"

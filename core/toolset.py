@@ -1,0 +1,292 @@
+"""`ToolIsCode`: code mode for the raw OpenAI APIs (Responses and Chat Completions).
+
+    tic = ToolIsCode(tools, callback)
+    response = client.responses.create(model=..., tools=tic.tools,
+                                       instructions=tic.instructions, input=...)
+    outputs = [tic.tool_call(item) for item in response.output if item.type == "function_call"]
+
+The model sees one tool, `run_python`; its code calls the real tools, which run here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import threading
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typing_extensions import Self
+
+from .binding import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
+from .codetool import (
+    CODE_TOOL_NAME,
+    CODE_TOOL_SCHEMA,
+    LLM_QUERY_NOTE,
+    code_tool_description,
+    instructions,
+    render,
+)
+from .describe import adescribe_names, describe_names
+from .errors import SessionClosed
+from .items import Api, CodeCall, parse_call
+from .limits import Limits
+from .registry import ToolRegistry
+from .result import CellResult
+from .runtime import Runtime
+from .session import Session
+from .sessions import KeyedSessions
+from .tools import Tool, as_tool
+
+__all__ = ["ToolIsCode", "ToolOutput"]
+
+log = logging.getLogger("tooliscode")
+
+
+class ToolOutput(dict):
+    """The item to send back to the model (to the API it is a plain dict), plus what ran.
+
+    `has_final` says the code called `final_answer(value)`: `final` is then the answer and
+    the caller can stop without another model turn.
+    """
+
+    def __init__(self, item: Mapping[str, Any], result: CellResult | None = None):
+        super().__init__(item)
+        self.result = result
+
+    @property
+    def has_final(self) -> bool:
+        return self.result is not None and self.result.has_final
+
+    @property
+    def final(self) -> Any:
+        return self.result.final if self.result is not None else None
+
+    @property
+    def text(self) -> str:
+        """What the model reads."""
+        return str(self.get("output", self.get("content", "")))
+
+
+@dataclass
+class _Conversation:
+    """One key's session, the request ids its callback tools use, and its turn lock."""
+
+    session: Session
+    ids: CallIds
+    lock: threading.Lock
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
+    """Function tools, and the other tools (web search, file search, ...) passed through."""
+    function_tools: list[Tool] = []
+    passthrough: list[dict[str, Any]] = []
+    for item in tools:
+        if isinstance(item, Mapping) and item.get("type", "function") != "function":
+            passthrough.append(copy.deepcopy(dict(item)))
+        else:
+            function_tools.append(as_tool(item))
+    return function_tools, passthrough
+
+
+class ToolIsCode:
+    """An agent's tools as one code tool, with a stateful sandbox per conversation.
+
+    `tools` may be callables, `Tool`s, or OpenAI tool dicts (either API's shape). Function
+    tools without a callable of their own run through `callback(req_id, func_name, args)`
+    (sync or async), where `req_id` is the model's call id and a counter, e.g. `call_7:2`.
+    Non-function tools pass through to `.tools` untouched. Given `llm` (a prompt -> text
+    callable), code can call `llm_query(prompt)`.
+
+    One instance is one conversation unless you pass `key=` (a conversation id) to
+    `tool_call`; keyed sessions idle for `idle_timeout_s` are closed, and at most
+    `max_sessions` are kept.
+    """
+
+    def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
+                 llm: LLM | None = None, api: Api = "responses", name: str = CODE_TOOL_NAME,
+                 limits: Limits | None = None, runtime: Runtime | None = None,
+                 workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
+                 max_sessions: int | None = None, catalog_chars: int = 6_000,
+                 describe_names: bool = True):
+        if api not in ("responses", "chat"):
+            raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
+        self.api: Api = api
+        self.name = name
+        self.limits = limits or Limits()
+        self.runtime = runtime
+        self.workdir = Path(workdir) if workdir is not None else None
+        self.describe_names = describe_names
+        self._callback = callback
+        self._llm = llm
+        self._tools, self._passthrough = _split(tools)
+        self.registry = ToolRegistry(self._tools)
+        """The tools the model is told about (`llm_query` is not counted among them)."""
+        unbound = [t.name for t in self._tools if t.function is None]
+        if unbound and callback is None:
+            raise ValueError(f"tools {', '.join(unbound[:5])} have no function: pass "
+                             "callback=fn(req_id, func_name, args) to run them")
+        if llm is not None and LLM_TOOL_NAME in self.registry:
+            raise ValueError(f"a tool is already named {LLM_TOOL_NAME!r}; rename it to use llm=")
+        self._inner = frozenset(t.name for t in self._tools) | frozenset(
+            t.python_name for t in self._tools)
+        self._catalog_chars = catalog_chars
+        self._instructions: str | None = None
+        self._sessions: KeyedSessions[_Conversation] = KeyedSessions(
+            self._open, idle_s=idle_timeout_s, max_sessions=max_sessions)
+
+    # -- what the model is given --------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool list for the API chosen with `api=` (Responses by default)."""
+        return self.tools_for(self.api)
+
+    def tools_for(self, api: Api) -> list[dict[str, Any]]:
+        """The code tool in `api`'s shape, followed by the passed-through non-function tools."""
+        body = {"name": self.name, "description": code_tool_description(self.registry, self.name),
+                "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True}
+        code_tool = {"type": "function", "function": body} if api == "chat" else {
+            "type": "function", **body}
+        return [code_tool, *copy.deepcopy(self._passthrough)]
+
+    @property
+    def instructions(self) -> str:
+        """The system prompt part: how to use the code tool, and the tool catalog."""
+        if self._instructions is None:
+            notes = [LLM_QUERY_NOTE] if self._llm is not None else []
+            self._instructions = instructions(self.registry, self.name, self._catalog_chars,
+                                              notes=notes)
+        return self._instructions
+
+    # -- running calls ------------------------------------------------------------------------
+
+    def tool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
+        """Run one call of the code tool and return the output item to send back.
+
+        `item` is a Responses `function_call` item or a Chat Completions tool call, as a dict
+        or an openai SDK object; the answer has the same API's shape. Mistakes the model made
+        (bad JSON, another tool's name, no code) come back as outputs, never as exceptions.
+        """
+        call = parse_call(item, self.name, self._inner)
+        if call.code is None:
+            return ToolOutput(call.output(f"[error] {call.problem}"))
+        conversation, notice = self._sessions.acquire(key)
+        try:
+            with conversation.lock:
+                conversation.ids.start(call.call_id)
+                result = conversation.session.run(call.code)
+                reprs = (describe_names(conversation.session, result)
+                         if self.describe_names else None)
+        except SessionClosed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the caller's loop must go on
+            return self._failed(call, exc)
+        finally:
+            self._sessions.release(key)
+        return self._answer(call, result, notice, reprs)
+
+    async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
+        """`tool_call` for async code: async tools and callbacks run on the running loop."""
+        call = parse_call(item, self.name, self._inner)
+        if call.code is None:
+            return ToolOutput(call.output(f"[error] {call.problem}"))
+        conversation, notice = await asyncio.to_thread(self._sessions.acquire, key)
+        lock = conversation.lock
+        try:
+            if not lock.acquire(blocking=False):
+                await asyncio.to_thread(lock.acquire)
+            try:
+                conversation.ids.start(call.call_id)
+                result = await conversation.session.arun(call.code)
+                reprs = (await adescribe_names(conversation.session, result)
+                         if self.describe_names else None)
+            finally:
+                lock.release()
+        except SessionClosed:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(call, exc)
+        finally:
+            self._sessions.release(key)
+        return self._answer(call, result, notice, reprs)
+
+    @staticmethod
+    def _answer(call: CodeCall, result: CellResult, notice: str | None,
+                reprs: dict[str, str] | None) -> ToolOutput:
+        text = render(result, reprs)
+        if notice:
+            text = f"[note] {notice}\n{text}"
+        return ToolOutput(call.output(text), result)
+
+    @staticmethod
+    def _failed(call: CodeCall, exc: Exception) -> ToolOutput:
+        log.exception("tooliscode: the sandbox failed to run a cell")
+        return ToolOutput(call.output(f"[error] the sandbox could not run the code: "
+                                      f"{type(exc).__name__}: {exc}"))
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _open(self, key: Hashable) -> _Conversation:
+        ids = CallIds()
+        tools: list[Tool] = [bind_callback(t, self._callback, ids)
+                             if t.function is None and self._callback is not None else t
+                             for t in self._tools]
+        if self._llm is not None:
+            tools.append(llm_tool(self._llm))
+        workdir = self.workdir
+        if workdir is not None and key is not None:
+            workdir = workdir / _folder_name(key)
+        session = Session(ToolRegistry(tools), limits=self.limits, workdir=workdir,
+                          runtime=self.runtime)
+        return _Conversation(session, ids, threading.Lock())
+
+    def session(self, key: Hashable = None) -> Session:
+        """The live session for `key` (made now if there is none), e.g. to read its files."""
+        conversation, _ = self._sessions.acquire(key)
+        self._sessions.release(key)
+        return conversation.session
+
+    @property
+    def keys(self) -> list[Hashable]:
+        """The conversation keys with a live session."""
+        return self._sessions.keys()
+
+    def drop(self, key: Hashable = None) -> bool:
+        """Close one conversation's session now; its next call starts a fresh one."""
+        return self._sessions.drop(key)
+
+    def evict_idle(self) -> list[Hashable]:
+        """Close the keyed sessions idle too long now (it also happens on every call)."""
+        return self._sessions.evict_idle()
+
+    def close(self) -> None:
+        """Close every session."""
+        self._sessions.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)
+
+
+def _folder_name(key: Hashable) -> str:
+    import hashlib
+    import re
+
+    text = str(key)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
+    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
