@@ -49,8 +49,48 @@ def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
             _trim(nested, seen)
 
 
+_NO_MODULES = {"ctypes", "_ctypes", "multiprocessing", "concurrent.futures.thread", "pwd", "grp",
+               "termios", "resource", "fcntl", "mmap", "readline", "curses", "tkinter", "ssl",
+               "_ssl", "pty", "tty"}
+_PROCESS_CALLS = {"fork", "forkpty", "system", "popen", "kill", "killpg", "spawnv", "spawnl",
+                  "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe",
+                  "posix_spawn", "posix_spawnp", "wait", "waitpid", "getlogin", "setuid"}
+_HINTS = {
+    "network": "There is no network in this sandbox: reach outside data through the tools.",
+    "process": "There are no processes, signals or threads in this sandbox: do the work in this "
+               "interpreter, and use `await asyncio.gather(...)` to run tool calls concurrently.",
+    "files": "Only /session (the working directory) is visible: read and write files there.",
+    "module": "That module is not available in this sandbox (no C extensions beyond the "
+              "standard library's, no threads, processes or network).",
+}
+
+
+def sandbox_hint(exc: BaseException) -> str | None:
+    """A sentence saying which sandbox rule an error comes from, if it obviously does."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name in _NO_MODULES:
+        return _HINTS["module"]
+    if isinstance(exc, AttributeError):
+        owner = getattr(getattr(exc, "obj", None), "__name__", "")
+        if owner in ("_socket", "socket"):
+            return _HINTS["network"]
+        if owner in ("os", "posix", "signal") and (exc.name in _PROCESS_CALLS or
+                                                   owner == "signal"):
+            return _HINTS["process"]
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        return _HINTS["process"]
+    if isinstance(exc, OSError):
+        if exc.errno == 58:  # ENOTSUP: sockets and processes
+            return _HINTS["network"] if "process" not in str(exc) else _HINTS["process"]
+        name = exc.filename if isinstance(exc.filename, str) else ""
+        if exc.errno in (44, 63, 2) and (name.startswith("/") and not name.startswith("/session")
+                                          or name.startswith("..")):
+            return _HINTS["files"]
+    return None
+
+
 def format_error(exc: BaseException) -> str:
-    """The traceback with the sandbox's own frames left out."""
+    """The traceback with the sandbox's own frames left out, and a hint if a sandbox rule
+    is why it failed."""
     import linecache
     import traceback
 
@@ -60,7 +100,8 @@ def format_error(exc: BaseException) -> str:
     try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
         _trim(te, set())
-        return "".join(te.format())
+        hint = sandbox_hint(exc)
+        return "".join(te.format()) + (f"[sandbox] {hint}\n" if hint else "")
     except Exception:  # a broken __str__ on the exception must not break the cell loop
         return f"{type(exc).__name__}: <unprintable exception>"
 

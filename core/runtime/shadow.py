@@ -17,12 +17,14 @@ import wasmtime
 
 from ._capi import NO_FINALIZER, UNCHECKED_CB, call_unchecked, caller_context, define_unchecked
 
-__all__ = ["WASI", "GUARDED", "passthrough_module", "Passthrough", "define_shadow"]
+__all__ = ["WASI", "GUARDED", "FORWARDED", "passthrough_module", "Passthrough", "define_shadow"]
 
 WASI = "wasi_snapshot_preview1"
 GUARDED = ("fd_write", "fd_pwrite", "fd_allocate", "fd_filestat_set_size", "path_open",
            "path_create_directory", "path_symlink", "path_link")
 """The imports that can grow the session folder: checked against its quota."""
+FORWARDED = (*GUARDED, "poll_oneoff", "clock_time_get")
+"""What the passthrough module exports: the guarded imports, sleeping, and a clock."""
 
 
 def _import_type(module: wasmtime.Module, name: str) -> wasmtime.FuncType:

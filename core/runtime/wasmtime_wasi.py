@@ -26,7 +26,8 @@ from .cache import load_module
 from .epoch import EpochTicker
 from .locate import WasmFile, locate_python_wasm
 from .quota import DiskQuota
-from .shadow import GUARDED, Passthrough, define_shadow, passthrough_module
+from .poll import poll_oneoff
+from .shadow import FORWARDED, GUARDED, Passthrough, define_shadow, passthrough_module
 
 __all__ = ["WasmtimeRuntime", "CHANNEL_FD"]
 
@@ -104,6 +105,19 @@ def _guard(name: str):
     return callback
 
 
+def _poll_oneoff(env: int, caller: int, args: int, nargs: int) -> int:
+    try:
+        inst = _current()
+        if inst is None:
+            set_i32(args, _EBADF)
+            return 0
+        return poll_oneoff(inst._passthrough, inst._memory, caller, args, nargs, inst._poll_stop)
+    except BaseException:  # noqa: BLE001
+        log.exception("tooliscode: poll_oneoff failed")
+        set_i32(args, _EIO)
+        return 0
+
+
 def _on_deadline(ctx: int, env: int, delta: object, kind: object) -> int:
     try:
         inst = _current()
@@ -151,7 +165,7 @@ class WasmtimeInstance(Instance):
         self._memory_handle = memory  # keeps the struct _memory points into alive
         self._memory = _ctypes.addressof(memory._memory)
         self._passthrough = Passthrough(runtime.engine, runtime.passthrough, self._store, memory,
-                                        GUARDED)
+                                        FORWARDED)
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
@@ -276,6 +290,12 @@ class WasmtimeInstance(Instance):
         return [f"The session folder is full (its quota is {' and '.join(x for x in limits if x)}): "
                 "writes were refused with 'Disk quota exceeded'. Delete files to make room."]
 
+    def _poll_stop(self) -> TrapReason | None:
+        reason = self._should_stop()
+        if reason is not None:
+            self._trap_reason = reason
+        return reason
+
     def _should_stop(self) -> TrapReason | None:
         if self._stop_reason is not None:
             return self._stop_reason
@@ -323,13 +343,15 @@ class WasmtimeRuntime(Runtime):
         config.epoch_interruption = True
         self.engine = wasmtime.Engine(config)
         self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
-        self.passthrough = passthrough_module(self.engine, self.module, GUARDED)
+        self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
         self._callbacks = [define_shadow(self.linker, self.module, "sock_recv", _sock_recv)]
         self._callbacks += [define_shadow(self.linker, self.module, name, _guard(name))
                             for name in GUARDED]
+        self._callbacks.append(define_shadow(self.linker, self.module, "poll_oneoff",
+                                             _poll_oneoff))
         self.ticker = EpochTicker(self.engine, tick_s)
 
     @property
