@@ -1,0 +1,214 @@
+"""LangChain: a collection of tools as one code tool.
+
+    code = as_langchain_tool([search_orders, get_customer])   # BaseTools, callables, a toolkit
+    agent = create_agent(model, tools=[code])
+
+The model sees `run_python`; its code calls the wrapped tools as Python functions. Each call
+runs the real tool with `invoke`/`ainvoke` and the code tool's config, its callbacks replaced
+by the code tool run's child manager, so inner calls show as child runs in tracers. A
+`ToolException` from an inner tool is raised in the code as a `ToolError`; a failed cell comes
+back as the tool's content with `status="error"`.
+
+One interpreter per conversation: the `thread_id` in the run config picks it (LangGraph puts
+it there from the checkpointer config). Without one, the tool keeps a single interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import patch_config
+from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
+from langchain_core.utils.function_calling import convert_to_openai_function
+from pydantic import PrivateAttr
+from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
+from tooliscode.codetool import (
+    CODE_TOOL_NAME,
+    CODE_TOOL_SCHEMA,
+    code_tool_description,
+    instructions,
+)
+from tooliscode.sessions import KeyedSessions
+
+from ._sandbox import Sandbox
+
+__all__ = ["CodeModeTool", "as_langchain_tool"]
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What the running cell's inner calls need: the config carrying the child callbacks."""
+
+    config: RunnableConfig
+    is_async: bool
+
+
+@dataclass(frozen=True)
+class _InnerTool:
+    """The function the session calls for one wrapped LangChain tool.
+
+    Sync by default, so a sync run calls sync tools right on the session's thread; it returns
+    `ainvoke`'s coroutine when the cell runs under `ainvoke` (or the tool is async-only), and
+    the session awaits it on the right loop.
+    """
+
+    sandbox: Sandbox
+    tool: BaseTool
+
+    def __call__(self, /, **arguments: Any) -> Any:
+        turn = self.sandbox.context
+        if not isinstance(turn, _Turn):
+            raise ToolError("tools can only be called while the code tool runs")
+        if turn.is_async or _async_only(self.tool):
+            return self._ainvoke(arguments, turn.config)
+        try:
+            return self.tool.invoke(arguments, turn.config)
+        except ToolException as exc:
+            raise ToolError(str(exc)) from None
+
+    async def _ainvoke(self, arguments: dict[str, Any], config: RunnableConfig) -> Any:
+        try:
+            return await self.tool.ainvoke(arguments, config)
+        except ToolException as exc:
+            raise ToolError(str(exc)) from None
+
+
+def _async_only(tool: BaseTool) -> bool:
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+def _langchain_tools(items: Iterable[Any]) -> list[BaseTool]:
+    found: list[BaseTool] = []
+    for item in items:
+        if isinstance(item, BaseToolkit):
+            found.extend(item.get_tools())
+        elif isinstance(item, BaseTool):
+            found.append(item)
+        elif callable(item):
+            found.append(StructuredTool.from_function(coroutine=item)
+                         if inspect.iscoroutinefunction(item)
+                         else StructuredTool.from_function(item))
+        else:
+            raise TypeError(f"cannot make a LangChain tool from {type(item).__name__}: pass "
+                            "BaseTools, callables or a BaseToolkit")
+    return found
+
+
+def _declaration(tool: BaseTool) -> Tool:
+    """The tool as the sandbox declares it (its function is bound per sandbox)."""
+    return Tool.from_openai(convert_to_openai_function(tool))
+
+
+def _thread_id(config: RunnableConfig | None) -> Any:
+    return ((config or {}).get("configurable") or {}).get("thread_id")
+
+
+class CodeModeTool(BaseTool):
+    """`run_python`: runs the model's code in a sandbox where the wrapped tools are functions."""
+
+    name: str = CODE_TOOL_NAME
+    description: str = ""
+    args_schema: Any = None
+    handle_tool_error: Any = True
+    instructions: str = ""
+    """How to use the code tool and the tool catalog, for a system prompt."""
+
+    _tools: list[BaseTool] = PrivateAttr(default_factory=list)
+    _declarations: list[Tool] = PrivateAttr(default_factory=list)
+    _sandboxes: KeyedSessions[Sandbox] = PrivateAttr()
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        """The wrapped tools."""
+        return list(self._tools)
+
+    def _bind(self, sandbox: Sandbox) -> list[Tool]:
+        return [dataclasses.replace(d, function=_InnerTool(sandbox, t))
+                for d, t in zip(self._declarations, self._tools)]
+
+    def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
+             *, config: RunnableConfig) -> str:
+        key = _thread_id(config)
+        sandbox, notice = self._sandboxes.acquire(key)
+        try:
+            result, text = sandbox.run(code, _Turn(_child(config, run_manager), False),
+                                       None, self._bind)
+        finally:
+            self._sandboxes.release(key)
+        return _answer(result, text, notice)
+
+    async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
+                    *, config: RunnableConfig) -> str:
+        key = _thread_id(config)
+        sandbox, notice = await asyncio.to_thread(self._sandboxes.acquire, key)
+        try:
+            result, text = await sandbox.arun(code, _Turn(_child(config, run_manager), True),
+                                              None, self._bind)
+        finally:
+            self._sandboxes.release(key)
+        return _answer(result, text, notice)
+
+    # -- conversations ------------------------------------------------------------------
+
+    @property
+    def thread_ids(self) -> list[Any]:
+        """The conversations with a live interpreter (`None` is the one without a thread_id)."""
+        return self._sandboxes.keys()
+
+    def session(self, thread_id: Any = None) -> Any:
+        """The live `Session` of a conversation, or `None` (e.g. to read the files it wrote)."""
+        sandbox = self._sandboxes.get(thread_id)
+        return sandbox.session if sandbox is not None else None
+
+    def drop(self, thread_id: Any = None) -> bool:
+        """Close one conversation's interpreter now (the conversation ended)."""
+        return self._sandboxes.drop(thread_id)
+
+    def close(self) -> None:
+        """Close every interpreter."""
+        self._sandboxes.close()
+
+
+def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
+    return patch_config(config, callbacks=run_manager.get_child() if run_manager else None)
+
+
+def _answer(result: CellResult, text: str, notice: str | None) -> str:
+    if notice:
+        text = f"[note] {notice}\n{text}"
+    if not result.ok:
+        raise ToolException(text)  # handled by the tool: content with status="error"
+    return text
+
+
+def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,
+                      name: str = CODE_TOOL_NAME, instructions_in_description: bool = True,
+                      idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
+                      describe_names: bool = True) -> CodeModeTool:
+    """One LangChain tool that runs code calling `tools` (BaseTools, callables, a toolkit).
+
+    The catalog of tools goes in the tool's description unless `instructions_in_description`
+    is false; then put `tool.instructions` in the system prompt. Conversations (thread ids)
+    idle for `idle_timeout_s` lose their interpreter; at most `max_sessions` are kept.
+    """
+    wrapped = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
+    declarations = [_declaration(t) for t in wrapped]
+    registry = ToolRegistry(declarations)
+    guide = instructions(registry, name)
+    tool = CodeModeTool(
+        name=name, args_schema=copy.deepcopy(CODE_TOOL_SCHEMA), instructions=guide,
+        description=guide if instructions_in_description else code_tool_description(registry, name))
+    tool._tools = wrapped
+    tool._declarations = declarations
+    tool._sandboxes = KeyedSessions(
+        lambda _key: Sandbox(limits=limits, describe=describe_names),
+        idle_s=idle_timeout_s, max_sessions=max_sessions)
+    return tool

@@ -1,0 +1,244 @@
+"""LangChain adapter: `create_agent` and LangGraph's `ToolNode` with LangChain's own fake chat
+model, real tools, callbacks and thread ids."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool, BaseToolkit, ToolException, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from pydantic import Field
+from tooliscode import Limits
+from tooliscode.integrations.langchain import CodeModeTool, as_langchain_tool
+
+ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
+           "status": ("open", "paid")[i % 2]} for i in range(40)]
+
+
+@tool
+def list_orders(status: str) -> list[dict]:
+    """All orders with one status."""
+    return [o for o in ORDERS if o["status"] == status]
+
+
+@tool
+async def get_customer(customer_id: str) -> dict:
+    """One customer's record."""
+    await asyncio.sleep(0.01)
+    return {"id": customer_id, "name": f"Customer {customer_id}",
+            "tier": "gold" if customer_id in ("c1", "c3") else "basic"}
+
+
+@tool
+def refund(order_id: int) -> str:
+    """Refund one order."""
+    if order_id < 0:
+        raise ToolException(f"order {order_id} does not exist")
+    return f"refunded {order_id}"
+
+
+PROGRAM = """\
+import asyncio
+orders = await list_orders(status="paid")
+big = [o for o in orders if o["total"] > 100]
+ids = sorted({o["customer"] for o in big})
+customers = await asyncio.gather(*(get_customer(customer_id=c) for c in ids))
+gold = [c["name"] for c in customers if c["tier"] == "gold"]
+print(len(big), sum(o["total"] for o in big), gold)
+"""
+
+
+BIG = [o for o in ORDERS if o["status"] == "paid" and o["total"] > 100]
+
+
+def expected_output() -> str:
+    big = BIG
+    gold = sorted({f"Customer {o['customer']}" for o in big if o["customer"] in ("c1", "c3")})
+    return f"{len(big)} {sum(o['total'] for o in big)} {gold}"
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """LangChain's fake chat model, plus the `bind_tools` that `create_agent` needs."""
+
+    bound: list[Any] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        self.bound = list(tools)
+        return self
+
+
+def code_call(code: str, call_id: str | None = None) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "run_python", "args": {"code": code},
+                                              "id": call_id or f"call_{uuid.uuid4().hex[:8]}"}])
+
+
+class Recorder(BaseCallbackHandler):
+    """Tool runs as the callbacks see them: (name, run_id, parent_run_id, outcome)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[uuid.UUID, dict[str, Any]] = {}
+
+    def on_tool_start(self, serialized: dict[str, Any], input_str: str, *, run_id: uuid.UUID,
+                      parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
+        self.runs[run_id] = {"name": serialized["name"], "parent": parent_run_id,
+                             "input": input_str}
+
+    def on_tool_end(self, output: Any, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+        self.runs[run_id]["output"] = output
+
+    def on_tool_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+        self.runs[run_id]["error"] = str(error)
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [{"id": k, **v} for k, v in self.runs.items() if v["name"] == name]
+
+
+@pytest.fixture
+def code_tool():
+    code = as_langchain_tool([list_orders, get_customer, refund], limits=Limits(timeout_s=30))
+    yield code
+    code.close()
+
+
+def check_program_run(messages: list[Any], recorder: Recorder) -> None:
+    tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
+    assert tool_messages[0].content == expected_output()
+    assert tool_messages[0].status == "success"
+    assert messages[-1].content == "Two gold customers."
+    (outer,) = recorder.named("run_python")
+    inner = recorder.named("list_orders") + recorder.named("get_customer")
+    assert [r["name"] for r in inner].count("get_customer") == len({o["customer"] for o in BIG}) > 1
+    assert all(r["parent"] == outer["id"] for r in inner), "inner calls are child runs"
+    assert all("output" in r for r in inner)
+
+
+def test_create_agent_sync(code_tool: CodeModeTool) -> None:
+    model = ScriptedChatModel(messages=iter([code_call(PROGRAM), AIMessage("Two gold customers.")]))
+    agent = create_agent(model, tools=[code_tool])
+    recorder = Recorder()
+    out = agent.invoke({"messages": [("user", "Which gold customers have big paid orders?")]},
+                       {"callbacks": [recorder]})
+    assert [t.name for t in model.bound] == ["run_python"]
+    check_program_run(out["messages"], recorder)
+
+
+async def test_create_agent_async(code_tool: CodeModeTool) -> None:
+    model = ScriptedChatModel(messages=iter([code_call(PROGRAM), AIMessage("Two gold customers.")]))
+    agent = create_agent(model, tools=[code_tool])
+    recorder = Recorder()
+    out = await agent.ainvoke({"messages": [("user", "Which gold customers?")]},
+                              {"callbacks": [recorder]})
+    check_program_run(out["messages"], recorder)
+
+
+def test_description_carries_the_catalog(code_tool: CodeModeTool) -> None:
+    for name in ("list_orders", "get_customer", "refund"):
+        assert f"def {name}(" in code_tool.description
+    assert code_tool.instructions == code_tool.description
+    short = as_langchain_tool([refund], instructions_in_description=False)
+    assert "def refund(" not in short.description and "def refund(" in short.instructions
+    short.close()
+
+
+def test_tool_exception_reaches_the_code_and_the_model(code_tool: CodeModeTool) -> None:
+    caught = ("try:\n    refund(order_id=-1)\nexcept ToolError as e:\n    print('caught:', e)\n"
+              "print(refund(order_id=7))")
+    model = ScriptedChatModel(messages=iter([
+        code_call(caught), code_call("refund(order_id=-5)"), AIMessage("ok")]))
+    recorder = Recorder()
+    out = create_agent(model, tools=[code_tool]).invoke(
+        {"messages": [("user", "refund")]}, {"callbacks": [recorder]})
+    first, second = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert first.content == "caught: order -1 does not exist\nrefunded 7"
+    assert first.status == "success"
+    assert second.status == "error"
+    assert "ToolError: order -5 does not exist" in second.content
+    errors = [r for r in recorder.named("refund") if "error" in r]
+    assert [r["error"] for r in errors] == ["order -1 does not exist", "order -5 does not exist"]
+
+
+def test_thread_id_keys_the_interpreter(code_tool: CodeModeTool) -> None:
+    def run(code: str, thread: str) -> ToolMessage:
+        model = ScriptedChatModel(messages=iter([code_call(code), AIMessage("ok")]))
+        out = create_agent(model, tools=[code_tool]).invoke(
+            {"messages": [("user", "go")]}, {"configurable": {"thread_id": thread}})
+        return [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
+
+    assert run("x = 41", "a").status == "success"
+    assert run("print(x + 1)", "a").content == "42"
+    other = run("print(x)", "b")
+    assert other.status == "error" and "NameError" in other.content
+    assert set(code_tool.thread_ids) == {"a", "b"}
+    assert code_tool.drop("a")
+    assert "NameError" in run("print(x)", "a").content
+
+
+def tool_node_graph(code_tool: CodeModeTool) -> Any:
+    """A LangGraph graph that is only a `ToolNode`, with a checkpointer keyed by thread_id."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([code_tool]))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def test_tool_node_with_thread_ids(code_tool: CodeModeTool) -> None:
+    app = tool_node_graph(code_tool)
+
+    def call(code: str, thread: str) -> ToolMessage:
+        out = app.invoke({"messages": [code_call(code, "call_1")]},
+                         {"configurable": {"thread_id": thread}})
+        return out["messages"][-1]
+
+    first = call("rows = list_orders(status='open')\nlen(rows)", "t1")
+    assert first.content == "[value] 20" and first.tool_call_id == "call_1"
+    assert call("print(max(r['total'] for r in rows))", "t1").content == str(
+        max(o["total"] for o in ORDERS if o["status"] == "open"))
+    failed = call("print(rows)", "t2")
+    assert failed.status == "error" and "NameError" in failed.content
+
+
+async def test_tool_node_async_gather(code_tool: CodeModeTool) -> None:
+    app = tool_node_graph(code_tool)
+    code = ("import asyncio\nnames = await asyncio.gather(*(get_customer(customer_id=f'c{i}') "
+            "for i in range(4)))\nprint([n['tier'] for n in names])")
+    out = await app.ainvoke({"messages": [code_call(code)]},
+                            {"configurable": {"thread_id": "async"}})
+    assert out["messages"][-1].content == "['basic', 'gold', 'basic', 'gold']"
+
+
+class _Toolkit(BaseToolkit):
+    def get_tools(self) -> list[BaseTool]:
+        return [refund]
+
+
+def test_callables_and_toolkits() -> None:
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    async def twice(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    code = as_langchain_tool([add, twice, _Toolkit()])
+    try:
+        assert [t.name for t in code.tools] == ["add", "twice", "refund"]
+        assert code.invoke({"code": "print(add(a=1, b=2), twice(x=4), refund(order_id=3))"}) \
+            == "3 8 refunded 3"
+        toolkit_only = as_langchain_tool(_Toolkit())
+        assert [t.name for t in toolkit_only.tools] == ["refund"]
+        toolkit_only.close()
+    finally:
+        code.close()
+    with pytest.raises(TypeError):
+        as_langchain_tool([42])

@@ -1,0 +1,243 @@
+"""PydanticAI adapter: real agent runs scripted with PydanticAI's `FunctionModel`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.mcp import MCPToolset, StdioTransport
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
+from tooliscode import Limits
+from tooliscode.integrations.pydantic_ai import CodeMode, CodeModeToolset
+
+ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
+           "status": ("open", "paid")[i % 2]} for i in range(40)]
+BIG = [o for o in ORDERS if o["status"] == "paid" and o["total"] > 100]
+
+
+@dataclass
+class Deps:
+    region: str
+    seen: list[str] = field(default_factory=list)
+
+
+def make_toolset() -> FunctionToolset[Deps]:
+    toolset: FunctionToolset[Deps] = FunctionToolset()
+
+    @toolset.tool
+    def list_orders(ctx: RunContext[Deps], status: str) -> list[dict]:
+        """All orders with one status."""
+        ctx.deps.seen.append(f"list_orders:{ctx.tool_name}")
+        return [o for o in ORDERS if o["status"] == status]
+
+    @toolset.tool
+    async def get_customer(ctx: RunContext[Deps], customer_id: str) -> dict:
+        """One customer's record, from the region in the run's deps."""
+        await asyncio.sleep(0.01)
+        return {"id": customer_id, "region": ctx.deps.region,
+                "tier": "gold" if customer_id in ("c1", "c3") else "basic"}
+
+    @toolset.tool_plain
+    def refund(order_id: int) -> str:
+        """Refund one order."""
+        if order_id < 0:
+            raise ModelRetry(f"order {order_id} does not exist; order ids are positive")
+        return f"refunded {order_id}"
+
+    @toolset.tool_plain
+    def weekday(day: date) -> str:
+        """The weekday of a date."""
+        return day.strftime("%A")
+
+    @toolset.tool_plain(requires_approval=True)
+    def delete_everything() -> str:
+        """Needs a human's approval."""
+        return "deleted"
+
+    return toolset
+
+
+PROGRAM = """\
+import asyncio
+orders = await list_orders(status="paid")
+big = [o for o in orders if o["total"] > 100]
+ids = sorted({o["customer"] for o in big})
+customers = await asyncio.gather(*(get_customer(customer_id=c) for c in ids))
+gold = [c["id"] for c in customers if c["tier"] == "gold"]
+print(len(big), sum(o["total"] for o in big), gold, customers[0]["region"])
+"""
+EXPECTED = (f"{len(BIG)} {sum(o['total'] for o in BIG)} "
+            f"{sorted({o['customer'] for o in BIG} & {'c1', 'c3'})} eu")
+
+
+ANSWER = object()
+"""In a `Script`: answer with the last tool result here (the run ends)."""
+
+
+class Script:
+    """A FunctionModel that sends the given code calls in turn and answers with the last tool
+    result at each `ANSWER` and at the end; it records what the model was shown."""
+
+    def __init__(self, *steps: Any):
+        self.steps = list(steps)
+        self.infos: list[AgentInfo] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.infos.append(info)
+        step = self.steps.pop(0) if self.steps else ANSWER
+        if step is not ANSWER:
+            return ModelResponse(parts=[ToolCallPart("run_python", {"code": step})])
+        last = messages[-1].parts[-1]
+        return ModelResponse(parts=[TextPart(f"answer: {getattr(last, 'content', '')}")])
+
+    @property
+    def model(self) -> FunctionModel:
+        return FunctionModel(self)
+
+
+def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, ToolReturnPart)]
+
+
+async def test_program_through_the_toolset() -> None:
+    script = Script(PROGRAM)
+    agent = Agent(script.model, deps_type=Deps,
+                  toolsets=[CodeModeToolset(make_toolset(), limits=Limits(timeout_s=30))])
+    deps = Deps(region="eu")
+    result = await agent.run("Which gold customers have big paid orders?", deps=deps)
+
+    assert result.output == f"answer: {EXPECTED}"
+    info = script.infos[0]
+    assert [t.name for t in info.function_tools] == ["delete_everything", "run_python"]
+    assert "def list_orders(status: str)" in (info.instructions or "")
+    assert "delete_everything" not in (info.instructions or "")
+    (part,) = tool_returns(result.all_messages())
+    assert part.content == EXPECTED and part.outcome == "success"
+    calls = part.metadata["tool_calls"]
+    customers = len({o["customer"] for o in BIG})
+    assert [c["name"] for c in calls] == ["list_orders"] + ["get_customer"] * customers
+    assert all(c["ok"] for c in calls)
+    assert deps.seen == ["list_orders:list_orders"], "inner tools get a RunContext of their own"
+    assert result.usage.tool_calls == 1 + len(calls)
+    assert result.usage.requests == 2
+
+
+async def test_model_retry_from_an_inner_tool() -> None:
+    script = Script("print(refund(order_id=-3))", "print(refund(order_id=3))")
+    agent = Agent(script.model, deps_type=Deps, toolsets=[CodeModeToolset(make_toolset())])
+    result = await agent.run("refund order 3", deps=Deps(region="eu"))
+
+    retried, returned = tool_returns(result.all_messages())
+    assert retried.outcome == "retried"
+    assert "ToolError: order -3 does not exist; order ids are positive" in retried.content
+    assert returned.outcome == "success" and returned.content == "refunded 3"
+    assert result.output == "answer: refunded 3"
+
+
+async def test_caught_model_retry_and_validation_stay_in_the_code() -> None:
+    code = ("try:\n    refund(order_id=-1)\nexcept ToolError as e:\n    print('caught:', e)\n"
+            "print(weekday(day='2024-01-01'))\n"
+            "try:\n    weekday(day='2024-13-45')\nexcept ToolError as e:\n    print('bad:', e)")
+    script = Script(code)
+    agent = Agent(script.model, deps_type=Deps, toolsets=[CodeModeToolset(make_toolset())])
+    result = await agent.run("go", deps=Deps(region="eu"))
+    (part,) = tool_returns(result.all_messages())
+    caught, monday, bad = part.content.splitlines()
+    assert caught == "caught: order -1 does not exist; order ids are positive"
+    assert monday == "Monday", "arguments are validated (a str became a date) by the toolset"
+    assert bad.startswith("bad: invalid arguments") and "day" in bad
+    assert [c["ok"] for c in part.metadata["tool_calls"]] == [False, True, False]
+
+
+async def test_too_many_failed_cells_end_the_run() -> None:
+    script = Script(*["1 / 0"] * 5)
+    agent = Agent(script.model, deps_type=Deps,
+                  toolsets=[CodeModeToolset(make_toolset(), max_retries=1)])
+    with pytest.raises(Exception, match="exceeded max retries"):
+        await agent.run("go", deps=Deps(region="eu"))
+
+
+@dataclass
+class SeenCalls(AbstractCapability[Any]):
+    """Records the tool calls that reach the capability hooks."""
+
+    names: list[str] = field(default_factory=list)
+
+    async def before_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart,
+                                  tool_def: Any, args: Any) -> Any:
+        self.names.append(call.tool_name)
+        return args
+
+
+async def test_capability_and_hooks_see_inner_calls() -> None:
+    script = Script(PROGRAM)
+    seen = SeenCalls()
+    agent = Agent(script.model, deps_type=Deps, toolsets=[make_toolset()],
+                  capabilities=[seen, CodeMode()])
+    result = await agent.run("go", deps=Deps(region="eu"))
+    assert result.output == f"answer: {EXPECTED}"
+    assert [t.name for t in script.infos[0].function_tools] == ["delete_everything", "run_python"]
+    customers = len({o["customer"] for o in BIG})
+    assert seen.names == ["run_python", "list_orders"] + ["get_customer"] * customers
+
+
+async def test_state_lives_per_run_by_default() -> None:
+    agent = Agent(Script("x = 41", "print(x + 1)", ANSWER, "print(x)").model, deps_type=Deps,
+                  toolsets=[CodeModeToolset(make_toolset())])
+    first = await agent.run("go", deps=Deps(region="eu"))
+    assert first.output == "answer: 42"
+    again = await agent.run("go", deps=Deps(region="eu"), message_history=first.all_messages())
+    retried = tool_returns(again.new_messages())[0]
+    assert retried.outcome == "retried" and "NameError" in retried.content
+
+
+async def test_conversation_scope_keeps_state_across_runs() -> None:
+    script = Script("total = sum(o['total'] for o in list_orders(status='open'))", ANSWER,
+                    "print(total)", ANSWER, "print(total)")
+    code_mode = CodeMode(scope="conversation")
+    agent = Agent(script.model, deps_type=Deps, toolsets=[make_toolset()],
+                  capabilities=[code_mode])
+    try:
+        first = await agent.run("sum", deps=Deps(region="eu"))
+        later = await agent.run("again", deps=Deps(region="eu"),
+                                message_history=first.all_messages())
+        expected = sum(o["total"] for o in ORDERS if o["status"] == "open")
+        assert later.output == f"answer: {expected}"
+        assert later.conversation_id == first.conversation_id
+        fresh = await agent.run("new", deps=Deps(region="eu"))  # another conversation
+        assert "NameError" in tool_returns(fresh.new_messages())[0].content
+    finally:
+        code_mode.close()
+
+
+async def test_over_an_mcp_server() -> None:
+    server = MCPToolset(StdioTransport(command=sys.executable,
+                                       args=["-m", "mcp_server_time", "--local-timezone", "UTC"]))
+    code = ("import asyncio\nzones = ['Europe/Paris', 'Asia/Tokyo', 'America/New_York']\n"
+            "times = await asyncio.gather(*(get_current_time(timezone=z) for z in zones))\n"
+            "print(sorted(t['timezone'] for t in times))\n"
+            "print(type(times[0]).__name__, 'datetime' in times[0])")
+    script = Script(code)
+    agent = Agent(script.model, toolsets=[CodeModeToolset(server)])
+    result = await agent.run("what time is it?")
+    (part,) = tool_returns(result.all_messages())
+    assert part.content == ("['America/New_York', 'Asia/Tokyo', 'Europe/Paris']\n"
+                            "dict True"), part.content
+    assert [t.name for t in script.infos[0].function_tools] == ["run_python"]
+    assert "def get_current_time(timezone: str)" in (script.infos[0].instructions or "")
