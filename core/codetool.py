@@ -36,7 +36,8 @@ Do the work in code: loop, filter, join and aggregate tool results there, and pr
 you need, since a tool's result reaches you only through what you print or the value of the
 last expression. A result without a declared type is plain JSON data (dicts, lists, strings):
 look at its shape first, e.g. `print(type(r), len(r), str(r)[:300])`, then process all of it.
-Independent calls run concurrently with `await asyncio.gather(tool_a(...), tool_b(...))`.
+Independent calls run concurrently with `await asyncio.gather(tool_a(...), tool_b(...))`;
+in async code (a cell that uses `await` included) every tool call must be awaited.
 A failed call raises `ToolError`. `search_tools("words")` finds tools by name and description,
 `help(tool)` shows one in full, and `final_answer(value)` ends the run with that value as the
 answer. The working directory /session is readable and writable and keeps its files; there is
@@ -56,7 +57,7 @@ def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) ->
     """The tool description: short, since the instructions carry the catalog."""
     count = len(registry)
     return (f"Run Python code in a persistent sandbox where {count} tool"
-            f"{'' if count == 1 else 's'} are callable as Python functions. "
+            f"{' is' if count == 1 else 's are'} callable as Python functions. "
             "Print what you need to see.")
 
 

@@ -61,6 +61,8 @@ def partial_code(arguments: str) -> str:
             continue
         out.append(_ESCAPES.get(kind, kind))
         i += 2
+    if out and "\ud800" <= out[-1] <= "\udbff":
+        out.pop()  # the first half of a surrogate pair: wait for the second
     return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
