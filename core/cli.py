@@ -1,0 +1,109 @@
+"""The `tooliscode` command.
+
+    tooliscode repl mypkg.tools:TOOLS                 # or just: tooliscode mypkg.tools:TOOLS
+    tooliscode repl --mcp "uvx mcp-server-time" --mcp "mcp-server-git --repository ."
+
+Subcommands live in `COMMANDS` (name -> how to add its arguments, and how to run it), so a new
+one (a server, an MCP proxy) is one entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["COMMANDS", "Command", "main"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _repl_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sources", nargs="*", metavar="MODULE:ATTRIBUTE",
+                        help="tools to offer: a module (or file.py) attribute holding one tool "
+                             "or a list of them (callables, Tools, OpenAI tool dicts)")
+    parser.add_argument("--mcp", action="append", default=[], metavar="COMMAND_OR_URL",
+                        help="an MCP server whose tools to offer: a command line run over "
+                             "stdio, or an http(s) URL; repeatable")
+    parser.add_argument("--callback", metavar="MODULE:ATTRIBUTE",
+                        help="callback(req_id, func_name, args) for tools given as plain dicts")
+    parser.add_argument("--api", choices=("responses", "chat"), default="responses",
+                        help="the API shape to show the tool list in")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="time limit of one cell")
+    parser.add_argument("-c", "--command", metavar="CODE",
+                        help="run this one cell and exit")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not print the tool list and instructions first")
+
+
+def _repl(args: argparse.Namespace) -> int:
+    from .limits import Limits
+    from .repl import Repl, load_attribute, load_mcp, load_tools
+    from .toolset import ToolIsCode
+
+    with ExitStack() as stack:
+        tools: list[Any] = []
+        for spec in args.sources:
+            tools += load_tools(spec)
+        for target in args.mcp:
+            tools += load_mcp(target, stack)
+        callback = load_attribute(args.callback) if args.callback else None
+        toolset = stack.enter_context(ToolIsCode(tools, callback, api=args.api,
+                                                 limits=Limits(timeout_s=args.timeout)))
+        repl = Repl(toolset)
+        if not args.quiet:
+            repl.show_setup()
+        if args.command is not None:
+            out = repl.run_cell(args.command)
+            return 1 if out.startswith("[error]") else 0
+        repl.loop()
+    return 0
+
+
+COMMANDS: dict[str, Command] = {
+    "repl": Command("run cells over a tool collection and see exactly what the model sees",
+                    _repl_arguments, _repl),
+}
+
+_DEFAULT = "repl"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tooliscode", description="Code mode for AI agents: every tool becomes a typed "
+        "Python function in one sandboxed run_python tool.")
+    subparsers = parser.add_subparsers(dest="subcommand")
+    for name, command in COMMANDS.items():
+        command.arguments(subparsers.add_parser(name, help=command.help,
+                                                description=command.help))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; with no subcommand name first, `repl` is meant."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help")):
+        args.insert(0, _DEFAULT)
+    parsed = _parser().parse_args(args)
+    try:
+        return COMMANDS[parsed.subcommand].run(parsed)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, TypeError, ImportError, AttributeError, OSError) as exc:
+        print(f"tooliscode: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
