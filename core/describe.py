@@ -33,7 +33,9 @@ def __tic_describe(v):
         return f"dict of {len(v):,} key{'s' * (len(v) != 1)}" + (f" ({shown}{more})" if shown else "")
     if t in (list, tuple, set, frozenset):
         first = next(iter(v), None) if len(v) else None
-        inner = f", the first a {type(first).__name__}" if first is not None and t in (list, tuple) else ""
+        kind = type(first).__name__
+        article = "an" if kind[:1] in "aeiou" else "a"
+        inner = f", the first {article} {kind}" if first is not None and t in (list, tuple) else ""
         return f"{t.__name__} of {len(v):,} item{'s' * (len(v) != 1)}{inner}"
     if t.__name__ in ("function", "builtin_function_or_method", "module", "type"):
         kind = "class" if t.__name__ == "type" else t.__name__.replace("builtin_function_or_method", "function")
