@@ -337,3 +337,20 @@ def test_llm_name_clash_is_refused():
 
     with pytest.raises(ValueError, match="already named 'llm_query'"):
         ToolIsCode([llm_query], llm=lambda p: p)
+
+
+def test_custom_tool_calls_take_raw_code(tic):
+    item = {"type": "custom_tool_call", "call_id": "cu1", "name": "run_python",
+            "input": "print(add(2, 2))"}
+    assert tic.tool_call(item) == {"type": "custom_tool_call_output", "call_id": "cu1",
+                                   "output": "4"}
+
+
+def test_session_folders_under_a_given_workdir(tmp_path):
+    with ToolIsCode([add], workdir=tmp_path) as tic:
+        tic.tool_call(responses_call("open('mine.txt', 'w').write('default')"))
+        tic.tool_call(responses_call("open('mine.txt', 'w').write('keyed')"), key="user/42")
+        assert (tmp_path / "mine.txt").read_text() == "default"
+        keyed = [p for p in tmp_path.iterdir() if p.is_dir() and p.name.startswith("user_42-")]
+        assert len(keyed) == 1 and (keyed[0] / "mine.txt").read_text() == "keyed"
+        assert tic.session("user/42").read_file("mine.txt") == b"keyed"
