@@ -10,6 +10,7 @@ from .convert import to_json_value
 from .errors import RuntimeIntegrityError, RuntimeNotFound, SessionClosed, ToolError, ToolIsCodeError
 from .files import FileInfo
 from .limits import Limits
+from .mcp import MCPServer
 from .registry import ToolRegistry
 from .result import CellResult, ToolCallRecord
 from .session import Session
@@ -17,9 +18,9 @@ from .tools import Tool, as_tool
 from .toolset import ToolIsCode, ToolOutput
 
 __all__ = [
-    "CellResult", "FileInfo", "Limits", "RuntimeIntegrityError", "RuntimeNotFound", "Session",
-    "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCode", "ToolIsCodeError",
-    "ToolOutput", "ToolRegistry",
+    "CellResult", "FileInfo", "Limits", "MCPServer", "RuntimeIntegrityError", "RuntimeNotFound",
+    "Session", "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCode",
+    "ToolIsCodeError", "ToolOutput", "ToolRegistry",
     "as_tool", "to_json_value",
 ]
 __version__ = "0.1.0"
