@@ -55,6 +55,8 @@ import tooliscode_guest.main
 tooliscode_guest.main.main(exchange, _boot)
 '''
 _RAW_OUTPUT_LIMIT = 64 * 1024
+MEMORY_GRACE_BYTES = 16 * 1024 * 1024
+"""How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 OpsHandler = Callable[[str, dict[str, Any], "Command | None"], dict[str, Any]]
 
 
@@ -91,6 +93,8 @@ class Worker:
 
     def __init__(self, runtime: Runtime, workdir: Path, limits: Limits):
         self.workdir = workdir
+        self.limits = limits
+        self._grace_given = False
         self.ops: OpsHandler | None = None
         self.death: GuestTrap | None = None
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
@@ -126,8 +130,21 @@ class Worker:
 
     def configure(self, limits: Limits) -> Callable[[], None]:
         """A `Command.before` hook that gives this guest `limits` (for adopted pool guests)."""
-        return lambda: self.instance.configure(limits.memory_bytes, limits.disk_bytes,
-                                               limits.disk_entries)
+
+        def apply() -> None:
+            self.limits, self._grace_given = limits, False
+            self.instance.configure(limits.memory_bytes, limits.disk_bytes, limits.disk_entries)
+
+        return apply
+
+    def _after_memory_error(self) -> None:
+        """Once the guest has hit its memory limit, raise the limit a little, once: variables
+        may hold all of it, and without room the guest could not even run `del big`."""
+        if not self._grace_given:
+            self._grace_given = True
+            limits = self.limits
+            self.instance.configure(limits.memory_bytes + MEMORY_GRACE_BYTES, limits.disk_bytes,
+                                    limits.disk_entries)
 
     def stop(self, reason: str) -> None:
         """Make a running guest trap; it will take no more commands."""
@@ -207,6 +224,8 @@ class Worker:
 
     def _next(self, result: Any) -> dict[str, Any]:
         current, self._current = self._current, None
+        if isinstance(result, dict) and result.get("error_type") == "MemoryError":
+            self._after_memory_error()
         if current is not None and not current.future.done():
             current.notices.extend(self.instance.take_notices())
             current.future.set_result(result if isinstance(result, dict) else {})

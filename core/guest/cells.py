@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import traceback
     from typing import Any
 
-__all__ = ["CellRunner", "FinalAnswer", "format_error"]
+__all__ = ["CellRunner", "FinalAnswer", "describe_failure", "format_error"]
 
 GUEST_PREFIX = "<tooliscode>/"
 _VALUE = "__tic_value__"
@@ -62,11 +62,28 @@ _HINTS = {
     "files": "Only /session (the working directory) is visible: read and write files there.",
     "module": "That module is not available in this sandbox (no C extensions beyond the "
               "standard library's, no threads, processes or network).",
+    "memory": "The session's memory limit was reached. Objects still referenced by variables "
+              "keep their memory: `del` large ones you no longer need, or work in smaller pieces.",
 }
+
+
+OUT_OF_MEMORY = "MemoryError\n[sandbox] " + _HINTS["memory"] + "\n"
+"""Built in advance: when memory is gone, there may be none left to build it with."""
+
+
+def describe_failure(exc: BaseException) -> dict[str, Any]:
+    """The result fields for a failed cell. Under memory exhaustion CPython 3.12 sometimes
+    fails an allocation with "SystemError: error return without exception set": that is
+    reported as the MemoryError it is."""
+    if isinstance(exc, SystemError) and "without exception set" in str(exc):
+        return {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
+    return {"ok": False, "error": format_error(exc), "error_type": type(exc).__name__}
 
 
 def sandbox_hint(exc: BaseException) -> str | None:
     """A sentence saying which sandbox rule an error comes from, if it obviously does."""
+    if isinstance(exc, MemoryError):
+        return _HINTS["memory"]
     if isinstance(exc, ModuleNotFoundError) and exc.name in _NO_MODULES:
         return _HINTS["module"]
     if isinstance(exc, AttributeError):
@@ -102,8 +119,11 @@ def format_error(exc: BaseException) -> str:
         _trim(te, set())
         hint = sandbox_hint(exc)
         return "".join(te.format()) + (f"[sandbox] {hint}\n" if hint else "")
-    except Exception:  # a broken __str__ on the exception must not break the cell loop
-        return f"{type(exc).__name__}: <unprintable exception>"
+    except BaseException:  # a broken __str__, or no memory left to format with
+        try:
+            return f"{type(exc).__name__}: {exc}\n"
+        except BaseException:
+            return f"{type(exc).__name__}: <unprintable exception>\n"
 
 
 def _short_repr(value: Any, limit: int) -> str:
@@ -206,7 +226,7 @@ class CellRunner:
             result["has_final"] = True
             result["final"] = to_json_value(fa.value)
         except BaseException as exc:  # noqa: BLE001 - SystemExit included: the cell just ends
-            result.update(ok=False, error=format_error(exc), error_type=type(exc).__name__)
+            result.update(describe_failure(exc))
         finally:
             sys.stdout, sys.stderr = saved
             for raw in (sys.__stdout__, sys.__stderr__):
@@ -219,6 +239,7 @@ class CellRunner:
                 aio.cancel_all()
         result["stdout"] = out.result()
         result["stderr"] = err.result()
+
         result["names"] = self.user_names()
         result["new_names"] = [k for k in result["names"] if before.get(k) != id(self.ns.get(k))]
         return result

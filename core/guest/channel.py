@@ -47,10 +47,15 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def request(message: dict[str, Any]) -> Any:
     """Send one request to the host and return its decoded answer."""
+    return request_encoded(encode(message))
+
+
+def request_encoded(frame: bytes) -> Any:
+    """`request` for a message encoded in advance (when memory may be too short to encode)."""
     if exchange is None:
         raise ChannelError("the tooliscode channel is not connected")
     try:
-        raw = exchange(encode(message))
+        raw = exchange(frame)
     except OSError as exc:
         raise ChannelError(f"the host channel failed: {exc}") from None
     try:

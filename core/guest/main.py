@@ -7,7 +7,8 @@ import os
 import sys
 
 from . import channel
-from .cells import CellRunner, FinalAnswer, format_error
+from .cells import OUT_OF_MEMORY, CellRunner, FinalAnswer, describe_failure
+from .discovery import make_help, namespace_hint, search_tools
 from .tools import ToolError, ToolFunction, ToolNamespace
 
 TYPE_CHECKING = False
@@ -23,23 +24,13 @@ def final_answer(value: Any) -> None:
     raise FinalAnswer(value)
 
 
-def search_tools(query: str, limit: int = 10) -> list[dict[str, str]]:
-    """Find tools by words in their names and descriptions, best first.
-
-    Returns dicts with "name" (as you call it) and "summary"; `help(tool)` shows one fully.
-    """
-    reply = channel.request({"op": "search", "query": str(query), "limit": int(limit)})
-    if not reply.get("ok"):
-        raise ToolError(str(reply.get("error")), "search_tools")
-    return list(reply.get("value") or ())
-
-
 class Guest:
     """The interpreter's state between commands."""
 
     def __init__(self) -> None:
         self.runner = CellRunner()
         self.setup_msg: dict[str, Any] = {"tools": []}
+        self.tools: dict[str, Any] = {}
 
     def helpers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -56,34 +47,17 @@ class Guest:
             else:
                 found[spec["name"]] = fn
         found.update(namespaces)
-        tools = {**found}
-        tools.update(ToolError=ToolError, search_tools=search_tools, final_answer=final_answer,
-                     help=self._help_fn(tools))
-        return tools
-
-    def _help_fn(self, tools: dict[str, Any]) -> Any:
-        def help(obj: Any = None) -> None:  # noqa: A001 - replaces the builtin on purpose
-            """Show a tool's full signature and documentation (or Python's help)."""
-            if isinstance(obj, str) and obj in tools:
-                obj = tools[obj]
-            if isinstance(obj, ToolFunction):
-                print(obj.stub)
-            elif isinstance(obj, ToolNamespace):
-                print(f"# {obj.__name__}: {obj.__doc__}".rstrip(": "))
-                for name in dir(obj):
-                    print(getattr(obj, name).stub, end="\n\n")
-            else:
-                import pydoc
-
-                pydoc.help(obj) if obj is not None else print(
-                    "help(tool) shows a tool; search_tools('words') finds tools.")
-
-        return help
+        self.tools = {**found}
+        return {**found, "ToolError": ToolError, "search_tools": search_tools,
+                "final_answer": final_answer, "help": make_help(self.tools)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "cell":
-            return self.runner.run(str(msg.get("code", "")), msg.get("limits") or {})
+            result = self.runner.run(str(msg.get("code", "")), msg.get("limits") or {})
+            if result.get("error_type") == "NameError":
+                result["error"] = namespace_hint(result["error"], self.tools)
+            return result
         if op == "setup":
             self.setup_msg = msg
             self.runner.reset(self.helpers())
@@ -154,13 +128,24 @@ def main(exchange: Any, boot: dict[str, Any]) -> None:
         sys.meta_path.insert(0, _AsyncioHook())
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     guest = Guest()
+    oom_frame = channel.encode({"op": "done", "result": _OOM_RESULT})
     reply = channel.request({"op": "ready"})
     while reply.get("op") != "exit":
         try:
             result = guest.handle(reply)
         except BaseException as exc:  # noqa: BLE001 - the loop itself must survive
-            result = {"ok": False, "error": format_error(exc), "error_type": type(exc).__name__}
-        reply = channel.request({"op": "done", "result": result})
+            try:
+                result = describe_failure(exc)
+            except BaseException:  # noqa: BLE001 - not even memory to describe it
+                result = _OOM_RESULT
+        try:
+            reply = channel.request({"op": "done", "result": result})
+        except MemoryError:  # the report itself did not fit: send the one made in advance
+            result = None
+            reply = channel.request_encoded(oom_frame)
+
+
+_OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
 
 
 def _no_exit(code: Any = None) -> None:
