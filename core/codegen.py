@@ -1,69 +1,226 @@
-"""Tools -> what the guest needs to call them: a spec per tool and the stub text it shows."""
+"""Tools -> the typed Python stubs the model reads and the specs the guest binds calls with.
+
+One `ToolStub` per tool is the single source of both, so what `help(tool)` shows is exactly
+how a call binds: parameter order, names, defaults and which `None`s mean "not given".
+"""
 
 from __future__ import annotations
 
+import re
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .tools import Tool
+from .pytypes import TypeWriter, describe, docstring, pascal, resolve, union
+from .tools import Tool, python_name
 
-__all__ = ["guest_spec", "stub", "summary"]
+__all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 
-_SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-           "array": "list", "object": "dict", "null": "None"}
-
-
-def _annotation(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "Any"
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(_SIMPLE.get(k, "Any") for k in kind) or "Any"
-    return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
+_WIDTH = 100
+_DOC_WIDTH = 92  # inside a docstring indented by 4, so lines stay under _WIDTH
+_SUMMARY_CHARS = 110
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s)")
 
 
-def summary(tool: Tool) -> str:
-    """The first sentence of the description, for catalogs and search results."""
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a stub."""
+
+    name: str
+    """As Python writes it."""
+    key: str
+    """The key in the arguments object the tool receives."""
+    annotation: str
+    default: str | None
+    """Source text of the default; None when the parameter is required."""
+    omit_none: bool
+    """`None` means "not given": the schema has no null, so the key is left out."""
+    doc: str
+
+    def source(self) -> str:
+        text = f"{self.name}: {self.annotation}"
+        return text if self.default is None else f"{text} = {self.default}"
+
+
+@dataclass(frozen=True)
+class ToolStub:
+    """A tool as a typed Python function declaration."""
+
+    tool: Tool
+    params: tuple[Param, ...]
+    kwargs: str | None
+    """The annotation of `**kwargs` when the tool takes keys beyond its parameters."""
+    returns: str
+    classes: Mapping[str, str]
+    """`TypedDict` sources the annotations name, by class name."""
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolStub:
+        writer = TypeWriter(tool.parameters)
+        owner = pascal(tool.python_name)
+        props, required, extra = _root_shape(tool.parameters)
+        params: list[Param] = []
+        # Keys that are already Python names keep them; the others are fitted around them.
+        taken = {k for k in props if python_name(k) == k}
+        for key, prop in props.items():
+            name = key if key in taken else _unique(python_name(key), taken)
+            ann = writer.annotation(prop, owner + pascal(key))
+            default, omit = None, False
+            if key not in required:
+                has_default = isinstance(prop, Mapping) and "default" in prop
+                omit = not has_default and "None" not in ann.split(" | ")
+                default = repr(prop["default"]) if has_default else "None"
+                ann = union([ann, "None"]) if omit else ann
+            params.append(Param(name, key, ann, default, omit, describe(prop)))
+        params.sort(key=lambda p: p.default is not None)  # stable: schema order within each
+        kwargs = None
+        if extra is not False and (extra is not None or not props):
+            kwargs = writer.annotation(extra, owner + "Extra") if extra is not True else "Any"
+        returns = "Any"
+        if tool.output_schema:
+            writer.use(tool.output_schema)
+            title = tool.output_schema.get("title")
+            hint = title if isinstance(title, str) and title.isidentifier() and \
+                title[:1].isupper() else f"{owner}Result"
+            returns = writer.annotation(tool.output_schema, hint)
+        return cls(tool, tuple(params), kwargs, returns, writer.classes)
+
+    def signature(self, name: str | None = None) -> str:
+        """`name(a: int, b: str = 'x') -> R` on one line; `name` defaults to the qualified one."""
+        return f"{name or self.tool.qualified_name}({', '.join(self._parts())}) -> {self.returns}"
+
+    def brief(self) -> str:
+        """`name(a: int, b=None)`: required parameters typed, optional ones by name only."""
+        parts = [p.source() if p.default is None else f"{p.name}={p.default}"
+                 for p in self.params]
+        if self.kwargs:
+            parts.append("**kwargs")
+        tail = "" if self.returns == "Any" else f" -> {self.returns}"
+        return f"{self.tool.python_name}({', '.join(parts)}){tail}"
+
+    def source(self, header: bool = True) -> str:
+        """The classes it needs, then `def` with a docstring: what `help(tool)` prints."""
+        blocks = list(self.classes.values())
+        blocks.append(self.function(header))
+        return "\n\n".join(blocks)
+
+    def function(self, header: bool = True) -> str:
+        name = self.tool.python_name
+        one_line = f"def {self.signature(name)}:"
+        if len(one_line) <= _WIDTH:
+            head = one_line
+        else:
+            inner = "".join(f"\n    {part}," for part in self._parts())
+            head = f"def {name}({inner}\n) -> {self.returns}:"
+        if header and self.tool.namespace:
+            head = f"# {self.tool.qualified_name}\n{head}"
+        doc = self._doc()
+        return f"{head}\n    {docstring(doc, '    ')}" if doc else f"{head} ..."
+
+    def _parts(self) -> list[str]:
+        parts = [p.source() for p in self.params]
+        if self.kwargs:
+            parts.append(f"**{_unique('kwargs', {p.name for p in self.params})}: {self.kwargs}")
+        return parts
+
+    def _doc(self) -> str:
+        parts = [_wrap(line) for line in (self.tool.description or "").strip().splitlines()]
+        args = [_wrap(f"{p.name}: {p.doc}", "    ") for p in self.params if p.doc]
+        if self.kwargs:
+            args.append("    **kwargs: other keys, passed on as given.")
+        if args:
+            parts += ["", "Args:", *args] if parts else ["Args:", *args]
+        out = describe(self.tool.output_schema) if self.tool.output_schema else ""
+        if out:
+            parts += ["", "Returns:", _wrap(out, "    ")]
+        return "\n".join(parts)
+
+
+def _wrap(line: str, indent: str = "") -> str:
+    """A long docstring line folded at the stub width; continuation lines keep its indent
+    (one level deeper under an `Args:` entry)."""
+    if len(indent) + len(line) <= _DOC_WIDTH:
+        return indent + line
+    lead = line[: len(line) - len(line.lstrip())]
+    more = indent + lead + ("    " if indent else "")
+    return textwrap.fill(line.strip(), _DOC_WIDTH, initial_indent=indent + lead,
+                         subsequent_indent=more, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    out, n = name, 2
+    while out in taken:
+        out, n = f"{name}_{n}", n + 1
+    taken.add(out)
+    return out
+
+
+def _root_shape(schema: Mapping[str, Any]) -> tuple[dict[str, Any], set[str], Any]:
+    """(properties, required keys, additionalProperties) of an arguments schema, with the
+    properties its `allOf`/`anyOf`/`oneOf` parts add (those of alternatives as optional)."""
+    schema = _deref(schema, schema)
+    props = dict(schema.get("properties") or {})
+    required = set(schema.get("required") or ())
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key) or ():
+            if not isinstance(part, Mapping):
+                continue
+            part = _deref(schema, part)
+            for name, prop in (part.get("properties") or {}).items():
+                props.setdefault(name, prop)
+            if key == "allOf":
+                required |= set(part.get("required") or ())
+    return props, required & set(props), schema.get("additionalProperties")
+
+
+def _deref(root: Mapping[str, Any], part: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = part.get("$ref")
+    if not isinstance(ref, str):
+        return part
+    node = resolve(root, ref)
+    return node if isinstance(node, Mapping) else {}
+
+
+def summary(tool: Tool, limit: int = _SUMMARY_CHARS) -> str:
+    """The first sentence of the description, at most `limit` characters."""
     text = " ".join(tool.description.split())
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
+    end = _SENTENCE_END.search(text)
+    if end:
+        text = text[: end.start() + 1]
+    if len(text) > limit:
+        text = text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return text
 
 
 def stub(tool: Tool) -> str:
-    """A Python signature with a docstring, as `help(tool)` shows it."""
-    props = tool.parameters.get("properties") or {}
-    required = set(tool.parameters.get("required") or ())
-    params = []
-    for name, prop in props.items():
-        ann = _annotation(prop)
-        if name in required:
-            params.append(f"{name}: {ann}")
-        else:
-            default = prop.get("default") if isinstance(prop, dict) else None
-            params.append(f"{name}: {ann} = {default!r}")
-    params.sort(key=lambda p: "=" in p)
-    doc = tool.description.strip().replace('"""', "'''")
-    arg_lines = [f"    {n}: {p.get('description')}" for n, p in props.items()
-                 if isinstance(p, dict) and p.get("description")]
-    body = doc + ("\n\nArgs:\n" + "\n".join(arg_lines) if arg_lines else "")
-    body = "\n".join("    " + line if line else "" for line in body.splitlines())
-    return (f"def {tool.python_name}({', '.join(params)}) -> Any:\n"
-            f'    """\n{body}\n    """' if body.strip() else
-            f"def {tool.python_name}({', '.join(params)}) -> Any: ...")
+    """The full stub of one tool, as `help(tool)` prints it."""
+    return ToolStub.of(tool).source()
 
 
-def guest_spec(tool: Tool) -> dict[str, Any]:
+def search_entry(tool: Tool) -> dict[str, str]:
+    """What `search_tools` returns for one tool."""
+    return {"name": tool.qualified_name, "signature": ToolStub.of(tool).signature(),
+            "summary": summary(tool)}
+
+
+def guest_spec(tool: Tool, built: ToolStub | None = None) -> dict[str, Any]:
     """What the guest's `ToolFunction` is built from."""
-    props = tool.parameters.get("properties") or {}
-    required = [r for r in (tool.parameters.get("required") or ()) if r in props]
-    ordered = [p for p in props if p in required] + [p for p in props if p not in required]
+    s = built or ToolStub.of(tool)
     return {
         "name": tool.python_name,
         "wire": tool.name,
         "namespace": tool.namespace,
-        "params": ordered,
-        "required": required,
-        "open": not props or tool.parameters.get("additionalProperties") not in (None, False),
+        "shown": tool.qualified_name,
+        "params": [p.name for p in s.params],
+        "required": [p.name for p in s.params if p.default is None],
+        "open": s.kwargs is not None,
+        "keys": {p.name: p.key for p in s.params if p.name != p.key},
+        "omit_none": [p.name for p in s.params if p.omit_none],
+        "schema": tool.parameters,
         "doc": tool.description,
         "summary": summary(tool),
-        "stub": stub(tool),
+        "stub": s.source(),
+        "signature": s.signature(),
     }

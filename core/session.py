@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from .calls import CellCalls
 from .cellresult import Cell, build_result, trap_result
-from .codegen import guest_spec, summary
+from .codegen import guest_spec, search_entry
 from .errors import SessionClosed
 from .files import INTERNAL_DIR, FileInfo, list_files, read_file, snapshot
 from .limits import Limits
@@ -193,8 +193,7 @@ class Session:
     def _ops(self, op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
         if op == "search":
             found = self.registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
-            return {"ok": True, "value": [{"name": t.qualified_name, "summary": summary(t)}
-                                          for t in found]}
+            return {"ok": True, "value": [search_entry(t) for t in found]}
         cell = command.context if command is not None else None
         if not isinstance(cell, Cell):
             return {"ok": False, "kind": "protocol", "error": "no cell is running"}

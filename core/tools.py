@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import keyword
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-__all__ = ["Tool", "ToolFunction", "as_tool", "python_name"]
+__all__ = ["GUEST_HELPERS", "Tool", "ToolFunction", "as_tool", "global_name", "python_name"]
 
 ToolFunction = Callable[..., Any]
 """Called with the arguments as keywords; may be sync or async."""
@@ -28,6 +30,22 @@ def python_name(name: str) -> str:
     return out
 
 
+GUEST_HELPERS = frozenset({"help", "search_tools", "final_answer", "ToolError"})
+"""Globals the sandbox defines beside the tools."""
+
+
+@functools.lru_cache(maxsize=1)
+def _reserved() -> frozenset[str]:
+    return frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names) | GUEST_HELPERS
+
+
+def global_name(name: str) -> str:
+    """`python_name(name)`, with a `_` added when it would hide a builtin (`filter`), a
+    standard module the model's code may import (`time`) or a sandbox helper (`help`)."""
+    out = python_name(name)
+    return out + "_" if out in _reserved() else out
+
+
 @dataclass
 class Tool:
     """One tool the model's code can call.
@@ -43,10 +61,11 @@ class Tool:
     function: ToolFunction | None = None
     output_schema: dict[str, Any] | None = None
     namespace: str | None = None
-    """Group under which the guest sees the tool: `namespace.tool(...)`."""
+    """Group under which the guest sees the tool: `namespace.tool(...)`; made an identifier
+    (see `global_name`)."""
     timeout_s: float | None = None
     python_name: str = ""
-    """The identifier the guest uses; derived from `name` when empty."""
+    """The identifier the guest uses; derived from `name` when empty (see `global_name`)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Checks and coerces arguments on the host before `function` runs."""
@@ -54,8 +73,13 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError("a tool needs a non-empty name")
+        if self.namespace is not None:
+            self.namespace = global_name(self.namespace)
         if not self.python_name:
-            self.python_name = python_name(self.name)
+            self.python_name = python_name(self.name) if self.namespace else global_name(self.name)
+        elif not self.python_name.isidentifier() or keyword.iskeyword(self.python_name):
+            raise ValueError(f"tool {self.name!r}: python_name {self.python_name!r} is not a "
+                             "Python identifier")
         if not isinstance(self.parameters, Mapping):
             raise TypeError(f"tool {self.name!r}: parameters must be a JSON Schema object")
         self.parameters = dict(self.parameters) or dict(_EMPTY_SCHEMA)
@@ -147,16 +171,20 @@ class Tool:
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """`GetHTTPPage` -> `get_http_page`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def as_tool(obj: Any) -> Tool:
-    """Whatever the user passed (a `Tool`, a callable, an OpenAI tool dict) as a `Tool`."""
+    """Whatever the user passed (a `Tool`, a callable, an OpenAI tool dict, a pydantic model
+    class) as a `Tool`. A model class becomes a declaration: a callback runs it."""
     if isinstance(obj, Tool):
         return obj
     if isinstance(obj, Mapping):
         return Tool.from_openai(obj)
+    if isinstance(obj, type) and hasattr(obj, "model_json_schema"):
+        return Tool.from_model(obj)
     if callable(obj):
         return Tool.from_function(obj)
-    raise TypeError(f"cannot make a tool from {type(obj).__name__}: pass a Tool, a callable "
-                    "or an OpenAI function tool dict")
+    raise TypeError(f"cannot make a tool from {type(obj).__name__}: pass a Tool, a callable, "
+                    "an OpenAI function tool dict or a pydantic model class")

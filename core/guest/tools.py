@@ -12,16 +12,32 @@ from typing import Any
 
 from . import channel
 
-__all__ = ["ToolError", "ToolFunction", "ToolNamespace", "tool_error", "call_tool"]
+__all__ = [
+    "ToolArgumentError",
+    "ToolError",
+    "ToolFunction",
+    "ToolNamespace",
+    "call_tool",
+    "tool_error",
+]
 
 
 class ToolError(Exception):
     """A tool call failed; the message says why. `tool` names the tool."""
 
+    __module__ = "builtins"  # tracebacks say `ToolError`, the name the code knows it by
+
     def __init__(self, message: str, tool: str | None = None, kind: str | None = None):
         super().__init__(message)
         self.tool = tool
         self.kind = kind
+
+
+class ToolArgumentError(ToolError, TypeError):
+    """Arguments that do not fit the tool: raised before the call leaves the guest. A
+    `ToolError` (every failed call is one) and a `TypeError` (as Python's bad calls are)."""
+
+    __module__ = "builtins"
 
 
 def tool_error(reply: dict[str, Any]) -> ToolError:
@@ -83,7 +99,13 @@ _ToolCallFuture = _LazyFutureClass()
 
 
 class ToolFunction:
-    """A host tool as a Python function. `help(fn)` prints its full stub."""
+    """A host tool as a Python function. `help(fn)` prints its full stub.
+
+    Arguments bind like a Python call (positional in the stub's order, or by keyword), then
+    are checked against the tool's JSON Schema here, so a mistake is named before the call
+    leaves the guest. `None` for an optional parameter whose schema has no null means "not
+    given": the stub shows such parameters as `x: T | None = None`.
+    """
 
     def __init__(self, spec: dict[str, Any]):
         self.__name__ = self.__qualname__ = spec["name"]
@@ -94,38 +116,56 @@ class ToolFunction:
         self._params: list[str] = list(spec.get("params") or ())
         self._required: set[str] = set(spec.get("required") or ())
         self._open = bool(spec.get("open", not self._params))
-        self._validator = spec.get("validator")
+        self._keys: dict[str, str] = dict(spec.get("keys") or {})
+        """Parameter name -> argument key, where the schema's key is not an identifier."""
+        self._omit_none: tuple[str, ...] = tuple(spec.get("omit_none") or ())
+        self._schema: dict[str, Any] | None = spec.get("schema")
+        self._shown: str = spec.get("shown") or self.__name__
+        """How the model writes it (`ns.tool`), for error messages."""
+        self.signature: str = spec.get("signature") or f"{self._shown}(...)"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(self._params):
-            raise TypeError(f"{self.__name__}() takes {len(self._params)} positional "
-                            f"argument(s) but {len(args)} were given")
+            raise self._bad(f"takes {len(self._params)} positional argument(s) but "
+                            f"{len(args)} were given")
         arguments = dict(zip(self._params, args))
         for key, value in kwargs.items():
             if key in arguments:
-                raise TypeError(f"{self.__name__}() got multiple values for argument '{key}'")
+                raise self._bad(f"got multiple values for argument '{key}'")
             if key not in self._params and not self._open:
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument "
-                                f"'{key}'{_did_you_mean(key, self._params)}")
+                from .validate import did_you_mean
+
+                raise self._bad(f"got an unexpected keyword argument "
+                                f"'{key}'{did_you_mean(key, self._params)}")
             arguments[key] = value
         missing = [p for p in self._params if p in self._required and p not in arguments]
         if missing:
-            raise TypeError(f"{self.__name__}() missing required argument(s): "
-                            + ", ".join(repr(m) for m in missing))
-        if self._validator is not None:
-            self._validator(self.__name__, arguments)
+            raise self._bad("missing required argument(s): " + ", ".join(map(repr, missing)))
+        for name in self._omit_none:
+            if name in arguments and arguments[name] is None:
+                del arguments[name]
+        if self._keys:
+            arguments = {self._keys.get(k, k): v for k, v in arguments.items()}
+        if self._schema is not None:
+            from .validate import problem
+
+            found = problem(self._schema, arguments, {k: n for n, k in self._keys.items()})
+            if found:
+                raise self._bad(found)
         return arguments
+
+    def _bad(self, message: str) -> ToolArgumentError:
+        return ToolArgumentError(f"{self._shown}(): {message}", self._wire, "arguments")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arguments = self._bind(args, kwargs)
         loop = _running_loop()
         if loop is None:
             return call_tool(self._wire, arguments)
-        return _start_pending(loop, self.__name__, self._wire, arguments)
+        return _start_pending(loop, self._shown, self._wire, arguments)
 
     def __repr__(self) -> str:
-        first = self.stub.strip().splitlines()[0] if self.stub.strip() else self.__name__
-        return f"<tool {first.removeprefix('def ').rstrip(':')}>"
+        return f"<tool {self.signature}>"
 
 
 def _start_pending(loop: Any, shown: str, wire: str, arguments: dict[str, Any]) -> Any:
@@ -153,17 +193,8 @@ class ToolNamespace:
         return sorted(self._tools)
 
     def __getattr__(self, item: str) -> Any:
-        if item.startswith("__"):
-            raise AttributeError(item)
-        raise AttributeError(f"{self.__name__} has no tool {item!r}"
-                             f"{_did_you_mean(item, list(self._tools))}")
+        # No did-you-mean here: Python's traceback adds one from `__dir__`.
+        raise AttributeError(f"{self.__name__} has no tool {item!r}", name=item, obj=self)
 
     def __repr__(self) -> str:
         return f"<tools {self.__name__}: {', '.join(sorted(self._tools))}>"
-
-
-def _did_you_mean(word: str, options: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
