@@ -18,24 +18,20 @@ import dataclasses
 import inspect
 import itertools
 import json
-import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool, RunContextWrapper, ToolTimeoutError
+from agents import FunctionTool, FunctionToolResult, RunContextWrapper, ToolsToFinalOutputResult
 from agents.mcp import MCPServer as AgentsMCPServer
-from agents.mcp import MCPUtil
-from agents.tool import ToolOutputText, invoke_function_tool
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
-from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, as_tool, codetool
-from tooliscode.mcp_tools import mcp_namespace, mcp_tool
+from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, codetool
 from tooliscode.sessions import KeyedSessions
-from tooliscode.tools import python_name
 
+from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 from ._sandbox import Sandbox
 
 __all__ = ["ApprovalCallback", "CodeModeToolset", "ConversationKey"]
@@ -45,18 +41,6 @@ ApprovalCallback = Callable[[ToolContext[Any], str, dict[str, Any]], "bool | Awa
 
 ConversationKey = Callable[[RunContextWrapper[Any]], "Hashable | None"]
 """Maps a run's context to the conversation whose interpreter it should use (None: the run's own)."""
-
-@dataclass
-class _Inner:
-    """A tool the code can call: what the sandbox sees, and how the SDK runs it."""
-
-    tool: Tool
-    run: Callable[[ToolContext[Any], dict[str, Any]], Awaitable[Any]]
-    sdk_name: str
-    needs_approval: Any = False
-    timeout_error: Callable[..., Any] | None = None
-    mcp_server: str | None = None
-
 
 @dataclass
 class _Cell:
@@ -72,7 +56,7 @@ class _Cell:
 @dataclass
 class _Conversation:
     sandbox: Sandbox
-    inners: list[_Inner] = field(default_factory=list)
+    inners: list[Inner] = field(default_factory=list)
     listed_for: int | None = None
     """The run (`id` of its usage) the MCP tools were listed for: they are listed once a run."""
 
@@ -112,11 +96,12 @@ class CodeModeToolset:
         for server in self.mcp_servers:
             if not isinstance(server, (AgentsMCPServer, MCPServer)):
                 raise TypeError(f"not an MCP server: {server!r}")
-        self._static = [_inner(t) for t in tools]
+        self._static = [as_inner(t) for t in tools]
         self._sessions: KeyedSessions[_Conversation] = KeyedSessions(
             lambda key: _Conversation(Sandbox(limits=self.limits)),
             idle_s=idle_timeout_s, max_sessions=max_sessions)
         self._runs: dict[int, weakref.finalize] = {}
+        self._finals: dict[str, Any] = {}
         self.tool = FunctionTool(
             name=name, params_json_schema=dict(codetool.CODE_TOOL_SCHEMA),
             on_invoke_tool=self._run_code,
@@ -145,6 +130,17 @@ class CodeModeToolset:
             return "\n\n".join(p for p in (text, codetool.instructions(registry, self.name)) if p)
 
         return build
+
+    def tool_use_behavior(self, ctx: RunContextWrapper[Any],
+                          results: list[FunctionToolResult]) -> ToolsToFinalOutputResult:
+        """For `Agent(tool_use_behavior=...)`: a cell that called `final_answer(value)` ends
+        the run with `value` as its final output, without another model turn."""
+        for item in results:
+            raw = getattr(item.run_item, "raw_item", None)
+            call_id = raw.get("call_id") if isinstance(raw, dict) else None
+            if item.tool is self.tool and call_id in self._finals:
+                return ToolsToFinalOutputResult(True, self._finals.pop(call_id))
+        return ToolsToFinalOutputResult(False)
 
     def close(self) -> None:
         """Close every interpreter this toolset started."""
@@ -176,11 +172,15 @@ class CodeModeToolset:
             try:
                 await self._list(conversation, ctx, ctx.agent)
                 cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx))
-                _, text = await conversation.sandbox.arun(
+                result, text = await conversation.sandbox.arun(
                     code, cell, conversation.tools_key,
                     lambda sandbox: [self._bind(sandbox, i) for i in conversation.inners])
             finally:
                 self._sessions.release(key)
+            if result.has_final:
+                self._finals[ctx.tool_call_id] = result.final
+                while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
+                    self._finals.pop(next(iter(self._finals)))
             return f"[note] {notice}\n{text}" if notice else text
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
@@ -208,13 +208,12 @@ class CodeModeToolset:
             return
         inners = list(self._static)
         for server in self.mcp_servers:
-            inners += (await _agents_mcp(server, ctx, agent)
-                       if isinstance(server, AgentsMCPServer) else _our_mcp(server))
+            inners += await mcp_inners(server, ctx, agent)
         conversation.inners, conversation.listed_for = inners, run
 
     # -- one inner call ------------------------------------------------------------------
 
-    def _bind(self, sandbox: Sandbox, inner: _Inner) -> Tool:
+    def _bind(self, sandbox: Sandbox, inner: Inner) -> Tool:
         """The tool as the session calls it: it reads the running cell from the sandbox."""
 
         async def function(**arguments: Any) -> Any:
@@ -226,7 +225,7 @@ class CodeModeToolset:
 
         return dataclasses.replace(inner.tool, function=function)
 
-    async def _call(self, cell: _Cell, inner: _Inner, arguments: dict[str, Any]) -> Any:
+    async def _call(self, cell: _Cell, inner: Inner, arguments: dict[str, Any]) -> Any:
         name = inner.tool.name
         text = json.dumps(arguments, ensure_ascii=False)
         with function_span(name, input=text if cell.sensitive else None) as span:
@@ -238,151 +237,33 @@ class CodeModeToolset:
                 agent=cell.ctx.agent, run_config=cell.ctx.run_config)
             try:
                 await self._check_approval(inner, ctx, arguments, call_id)
-                value = _plain(await inner.run(ctx, arguments))
+                value = plain(await inner.run(ctx, arguments))
             except Exception as exc:
-                error = await _as_tool_error(exc, inner, ctx)
+                error = await as_tool_error(exc, inner, ctx)
                 span.set_error(SpanError(message="Error running tool", data={
                     "tool_name": name, "error": str(error) if cell.sensitive else "(redacted)"}))
+                if error is exc:
+                    raise
                 raise error from exc
             if cell.sensitive:
                 span.span_data.output = value
             return value
 
-    async def _check_approval(self, inner: _Inner, ctx: ToolContext[Any],
+    async def _check_approval(self, inner: Inner, ctx: ToolContext[Any],
                               arguments: dict[str, Any], call_id: str) -> None:
         policy = inner.needs_approval
-        needed = await _maybe(policy(ctx, arguments, call_id)) if callable(policy) else policy
+        needed = await maybe(policy(ctx, arguments, call_id)) if callable(policy) else policy
         if not needed:
             return
         name = inner.tool.qualified_name
         if self.approve is None:
             raise ToolError(f"{name} needs a person's approval, which code cannot ask for, so "
                             "the call was refused; tell the user what you meant to do with it")
-        if not await _maybe(self.approve(ctx, name, arguments)):
+        if not await maybe(self.approve(ctx, name, arguments)):
             raise ToolError(f"{name}: the call was not approved")
 
 
-# -- tools in, tools out ---------------------------------------------------------------------
-
-
-def _inner(obj: Any) -> _Inner:
-    """A `FunctionTool`, a tooliscode `Tool` or a callable as a tool the code can call."""
-    if isinstance(obj, FunctionTool):
-        return _function_tool(obj)
-    if not isinstance(obj, Tool) and not callable(obj):
-        raise TypeError(f"code can call function tools only, not {type(obj).__name__}; give "
-                        "hosted tools to the Agent itself")
-    tool = as_tool(obj)
-    return _Inner(tool, _run_tool(tool), tool.name)
-
-
-def _function_tool(ft: FunctionTool) -> _Inner:
-    runnable = _raising(ft)
-    qualified = ft.qualified_name
-    namespace = qualified[: -len(ft.name) - 1] if qualified.endswith("." + ft.name) else None
-    declared = Tool(name=qualified, description=ft.description,
-                    parameters=ft.params_json_schema, output_schema=ft.output_json_schema,
-                    namespace=python_name(namespace) if namespace else None,
-                    python_name=python_name(ft.name))
-
-    direct = ft.timeout_seconds is None and not _wants_run_context(ft.on_invoke_tool)
-
-    async def run(ctx: ToolContext[Any], arguments: dict[str, Any]) -> Any:
-        if direct:  # what invoke_function_tool does here, minus its per-call introspection
-            return await runnable.on_invoke_tool(ctx, ctx.tool_arguments)
-        return await invoke_function_tool(function_tool=runnable, context=ctx,
-                                          arguments=ctx.tool_arguments)
-
-    return _Inner(declared, run, ft.name, ft.needs_approval, ft.timeout_error_function)
-
-
-def _raising(ft: FunctionTool) -> FunctionTool:
-    """A copy of `ft` whose failures and timeouts raise instead of turning into text: code
-    must see a failed call as an exception, not as a string it might take for data. A failure
-    formatter of the user's still writes the message."""
-    default = getattr(ft, "_use_default_failure_error_function", True)
-    formatter = None if default else getattr(ft, "_failure_error_function", None)
-
-    async def fail(ctx: RunContextWrapper[Any], error: Exception) -> str:
-        if formatter is None:
-            raise error
-        raise ToolError(str(await _maybe(formatter(ctx, error))))
-
-    try:  # these fields are the SDK's own way to give a copied tool another failure policy
-        return dataclasses.replace(ft, timeout_behavior="raise_exception",
-                                   _failure_error_function=fail,
-                                   _use_default_failure_error_function=False)
-    except TypeError:  # an SDK without them: failures stay text, as the SDK makes them
-        return dataclasses.replace(ft, timeout_behavior="raise_exception")
-
-
-def _wants_run_context(on_invoke: Any) -> bool:
-    """Whether a hand-built tool declares a plain `RunContextWrapper` context, which
-    `invoke_function_tool` narrows the `ToolContext` to (it works that out on every call)."""
-    try:
-        params = list(inspect.signature(on_invoke).parameters.values())
-    except (TypeError, ValueError):
-        return True
-    declared = str(params[0].annotation) if params else ""
-    return "RunContextWrapper" in declared and "ToolContext" not in declared
-
-
-def _run_tool(tool: Tool) -> Callable[[ToolContext[Any], dict[str, Any]], Awaitable[Any]]:
-    async def run(ctx: ToolContext[Any], arguments: dict[str, Any]) -> Any:
-        if tool.is_async:
-            return await tool.ainvoke(arguments)
-        return await asyncio.to_thread(tool.invoke, arguments)  # keep the runner's loop free
-
-    return run
-
-
-async def _agents_mcp(server: AgentsMCPServer, ctx: RunContextWrapper[Any],
-                      agent: Any) -> list[_Inner]:
-    """An SDK MCP server's tools (its filter and approval policy applied); calls go straight to
-    `call_tool`, so structured content reaches the code as values, not as JSON text."""
-    namespace = _namespace(server)
-    found = []
-    for spec in await server.list_tools(ctx, agent):
-        tool = mcp_tool(spec, namespace, server.call_tool)
-        policy = MCPUtil.to_function_tool(spec, server, False, agent=agent).needs_approval
-        found.append(_Inner(tool, _run_tool(tool), spec.name, policy, mcp_server=server.name))
-    return found
-
-
-def _our_mcp(server: MCPServer) -> list[_Inner]:
-    return [_Inner(t, _run_tool(t), t.metadata.get("mcp_tool", t.name),
-                   mcp_server=server.namespace) for t in server.tools()]
-
-
-def _namespace(server: AgentsMCPServer) -> str:
-    """The server's name, or, when the SDK made the name up, the name the server reports."""
-    name = server.name
-    if not name.startswith(("stdio: ", "sse: ", "streamable_http: ")):
-        return python_name(name)
-    session = getattr(server, "session", None)  # the connected MCP client session
-    reported = getattr(getattr(session, "server_info", None), "name", None)
-    command = name.split(": ", 1)[1].split(" ")[0]
-    return mcp_namespace(reported or os.path.basename(command) or "mcp")
-
-
 # -- small helpers ---------------------------------------------------------------------------
-
-
-async def _as_tool_error(exc: Exception, inner: _Inner, ctx: ToolContext[Any]) -> Exception:
-    """A timeout as the tool's timeout message; anything else as it is."""
-    if not isinstance(exc, ToolTimeoutError):
-        return exc
-    write = inner.timeout_error
-    return ToolError(str(await _maybe(write(ctx, exc))) if write is not None else str(exc))
-
-
-def _plain(value: Any) -> Any:
-    """A text output object as its text; anything else as it is."""
-    if isinstance(value, ToolOutputText):
-        return value.text
-    if isinstance(value, dict) and value.get("type") == "text" and set(value) <= {"type", "text"}:
-        return value.get("text", "")
-    return value
 
 
 def _code(arguments: str) -> str:
@@ -397,7 +278,3 @@ def _code(arguments: str) -> str:
 
 def _sensitive(ctx: ToolContext[Any]) -> bool:
     return ctx.run_config is None or bool(ctx.run_config.trace_include_sensitive_data)
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value

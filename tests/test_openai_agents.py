@@ -243,3 +243,37 @@ def test_only_function_tools_can_be_wrapped():
 
     with pytest.raises(TypeError, match="function tools only"):
         CodeModeToolset([WebSearchTool()])
+
+
+async def test_streamable_http_server_of_the_sdk_beside_our_own_mcp_server(spans):
+    import sys
+
+    from agents.mcp import MCPServerStreamableHttp
+    from mcp_servers import INVENTORY, inventory_over_http
+
+    from tooliscode import MCPServer
+
+    program = ("import asyncio\n"
+               "a, b = await asyncio.gather(inventory.add(a=1, b=2), shop.add(a=3, b=4))\n"
+               "print(a + b, (await shop.get_item(sku='C3'))['qty'])")
+    with inventory_over_http() as url:
+        async with MCPServerStreamableHttp({"url": url}) as remote, \
+                MCPServer.stdio(sys.executable, [INVENTORY], name="shop") as local:
+            with CodeModeToolset(mcp_servers=[remote, local]) as code:
+                agent, _ = _agent(code, _code_call(program), ModelStep.respond(_echo_last_output))
+                result = await Runner.run(agent, "add")
+    assert result.final_output == "10 0"
+    servers = {s.span_data.name: s.span_data.mcp_data["server"] for s in spans.functions()
+               if s.span_data.name != "run_python"}
+    assert servers == {"inventory.add": remote.name, "shop.add": "shop", "shop.get_item": "shop"}
+
+
+async def test_final_answer_ends_the_run_when_the_agent_lets_it():
+    with CodeModeToolset([list_orders]) as code:
+        model = ScriptedModel([_code_call("n = len(list_orders(status='paid'))\n"
+                                          "final_answer(f'{n} orders are paid')")])
+        agent = Agent(name="clerk", instructions=code.instructions(), tools=[code.tool],
+                      model=model, tool_use_behavior=code.tool_use_behavior)
+        result = await Runner.run(agent, "how many?", context=Shop("a", []))
+    assert result.final_output == "20 orders are paid"
+    assert model.remaining_steps == 0 and len(model.calls) == 1

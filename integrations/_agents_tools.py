@@ -1,0 +1,167 @@
+"""The tools behind an Agents SDK code tool: function tools and MCP tools, as the SDK runs them.
+
+Each becomes a tooliscode `Tool` declaration (what the sandbox shows and calls) and a `run`
+coroutine that calls the real tool with a `ToolContext`; `openai_agents.CodeModeToolset`
+wraps every call in its span and approval check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agents import FunctionTool, RunContextWrapper, ToolTimeoutError
+from agents.mcp import MCPServer as AgentsMCPServer
+from agents.mcp import MCPUtil
+from agents.tool import ToolOutputText, invoke_function_tool
+from agents.tool_context import ToolContext
+from tooliscode import MCPServer, Tool, ToolError, as_tool
+from tooliscode.mcp_tools import mcp_namespace, mcp_tool
+from tooliscode.tools import python_name
+
+__all__ = ["Inner", "as_inner", "as_tool_error", "maybe", "mcp_inners", "plain"]
+
+
+@dataclass
+class Inner:
+    """A tool the code can call: what the sandbox sees, and how the SDK runs it."""
+
+    tool: Tool
+    run: Callable[[ToolContext[Any], dict[str, Any]], Awaitable[Any]]
+    sdk_name: str
+    needs_approval: Any = False
+    timeout_error: Callable[..., Any] | None = None
+    mcp_server: str | None = None
+
+
+def as_inner(obj: Any) -> Inner:
+    """A `FunctionTool`, a tooliscode `Tool` or a callable as a tool the code can call."""
+    if isinstance(obj, FunctionTool):
+        return _function_tool(obj)
+    if not isinstance(obj, Tool) and not callable(obj):
+        raise TypeError(f"code can call function tools only, not {type(obj).__name__}; give "
+                        "hosted tools to the Agent itself")
+    tool = as_tool(obj)
+    return Inner(tool, _run_tool(tool), tool.name)
+
+
+def _function_tool(ft: FunctionTool) -> Inner:
+    runnable = _raising(ft)
+    qualified = ft.qualified_name
+    namespace = qualified[: -len(ft.name) - 1] if qualified.endswith("." + ft.name) else None
+    declared = Tool(name=qualified, description=ft.description,
+                    parameters=ft.params_json_schema, output_schema=ft.output_json_schema,
+                    namespace=python_name(namespace) if namespace else None,
+                    python_name=python_name(ft.name))
+
+    direct = ft.timeout_seconds is None and not _wants_run_context(ft.on_invoke_tool)
+
+    async def run(ctx: ToolContext[Any], arguments: dict[str, Any]) -> Any:
+        if direct:  # what invoke_function_tool does here, minus its per-call introspection
+            return await runnable.on_invoke_tool(ctx, ctx.tool_arguments)
+        return await invoke_function_tool(function_tool=runnable, context=ctx,
+                                          arguments=ctx.tool_arguments)
+
+    return Inner(declared, run, ft.name, ft.needs_approval, ft.timeout_error_function)
+
+
+def _raising(ft: FunctionTool) -> FunctionTool:
+    """A copy of `ft` whose failures and timeouts raise instead of turning into text: code
+    must see a failed call as an exception, not as a string it might take for data. A failure
+    formatter of the user's still writes the message."""
+    default = getattr(ft, "_use_default_failure_error_function", True)
+    formatter = None if default else getattr(ft, "_failure_error_function", None)
+
+    async def fail(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        if formatter is None:
+            raise error
+        raise ToolError(str(await maybe(formatter(ctx, error))))
+
+    try:  # these fields are the SDK's own way to give a copied tool another failure policy
+        return dataclasses.replace(ft, timeout_behavior="raise_exception",
+                                   _failure_error_function=fail,
+                                   _use_default_failure_error_function=False)
+    except TypeError:  # an SDK without them: failures stay text, as the SDK makes them
+        return dataclasses.replace(ft, timeout_behavior="raise_exception")
+
+
+def _wants_run_context(on_invoke: Any) -> bool:
+    """Whether a hand-built tool declares a plain `RunContextWrapper` context, which
+    `invoke_function_tool` narrows the `ToolContext` to (it works that out on every call)."""
+    try:
+        params = list(inspect.signature(on_invoke).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    declared = str(params[0].annotation) if params else ""
+    return "RunContextWrapper" in declared and "ToolContext" not in declared
+
+
+def _run_tool(tool: Tool) -> Callable[[ToolContext[Any], dict[str, Any]], Awaitable[Any]]:
+    async def run(ctx: ToolContext[Any], arguments: dict[str, Any]) -> Any:
+        if tool.is_async:
+            return await tool.ainvoke(arguments)
+        return await asyncio.to_thread(tool.invoke, arguments)  # keep the runner's loop free
+
+    return run
+
+
+async def _agents_mcp(server: AgentsMCPServer, ctx: RunContextWrapper[Any],
+                      agent: Any) -> list[Inner]:
+    """An SDK MCP server's tools (its filter and approval policy applied); calls go straight to
+    `call_tool`, so structured content reaches the code as values, not as JSON text."""
+    namespace = _namespace(server)
+    found = []
+    for spec in await server.list_tools(ctx, agent):
+        tool = mcp_tool(spec, namespace, server.call_tool)
+        policy = MCPUtil.to_function_tool(spec, server, False, agent=agent).needs_approval
+        found.append(Inner(tool, _run_tool(tool), spec.name, policy, mcp_server=server.name))
+    return found
+
+
+def _our_mcp(server: MCPServer) -> list[Inner]:
+    return [Inner(t, _run_tool(t), t.metadata.get("mcp_tool", t.name),
+                  mcp_server=server.namespace) for t in server.tools()]
+
+
+def _namespace(server: AgentsMCPServer) -> str:
+    """The server's name, or, when the SDK made the name up, the name the server reports."""
+    name = server.name
+    if not name.startswith(("stdio: ", "sse: ", "streamable_http: ")):
+        return python_name(name)
+    session = getattr(server, "session", None)  # the connected MCP client session
+    reported = getattr(getattr(session, "server_info", None), "name", None)
+    command = name.split(": ", 1)[1].split(" ")[0]
+    return mcp_namespace(reported or os.path.basename(command) or "mcp")
+
+
+async def mcp_inners(server: Any, ctx: RunContextWrapper[Any], agent: Any) -> list[Inner]:
+    """The tools of an SDK MCP server or of a started `tooliscode.MCPServer`."""
+    if isinstance(server, AgentsMCPServer):
+        return await _agents_mcp(server, ctx, agent)
+    return _our_mcp(server)
+
+
+async def as_tool_error(exc: Exception, tool: Inner, ctx: ToolContext[Any]) -> Exception:
+    """A timeout as the tool's timeout message; anything else as it is."""
+    if not isinstance(exc, ToolTimeoutError):
+        return exc
+    write = tool.timeout_error
+    return ToolError(str(await maybe(write(ctx, exc))) if write is not None else str(exc))
+
+
+def plain(value: Any) -> Any:
+    """A text output object as its text; anything else as it is."""
+    if isinstance(value, ToolOutputText):
+        return value.text
+    if isinstance(value, dict) and value.get("type") == "text" and set(value) <= {"type", "text"}:
+        return value.get("text", "")
+    return value
+
+
+async def maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
