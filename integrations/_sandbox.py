@@ -9,17 +9,20 @@ for the length of one cell, under a lock that makes "set the context, run the ce
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooliscode import CellResult, Limits, Session, Tool, ToolRegistry
+from tooliscode import CellResult, Limits, Session, SessionClosed, Tool, ToolRegistry
 from tooliscode.codetool import render
 from tooliscode.describe import adescribe_names, describe_names
 
 __all__ = ["Sandbox", "ToolFactory"]
+
+log = logging.getLogger("tooliscode")
 
 ToolFactory = Callable[["Sandbox"], Iterable[Tool]]
 """Builds the session's tools, bound to the sandbox whose `context` they read."""
@@ -40,7 +43,11 @@ class Sandbox:
     """What the running cell's tool calls need; `None` between cells."""
     session: Session | None = None
     _tools_key: Hashable = None
+    _closed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while a cell runs (with `context` set)."""
+    _starting: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while the session is made or replaced."""
 
     def run(self, code: str, context: Any, tools_key: Hashable,
             tools: ToolFactory) -> tuple[CellResult, str]:
@@ -78,26 +85,51 @@ class Sandbox:
             self._lock.release()
         return result, _text(result, reprs, notice)
 
+    def warm(self, tools_key: Hashable, tools: ToolFactory) -> None:
+        """Start the session on another thread if there is none yet, so that it is ready
+        by the time the model's first code arrives."""
+        if self.session is None and not self._closed and not self._starting.locked():
+            threading.Thread(target=self._warm, args=(tools_key, tools),
+                             name="tooliscode-warm", daemon=True).start()
+
     def close(self) -> None:
-        session, self.session = self.session, None
+        with self._starting:
+            self._closed = True
+            session, self.session = self.session, None
         if session is not None:
             session.close()
 
     def _session(self) -> Session:
-        assert self.session is not None
+        if self.session is None:
+            raise SessionClosed("this conversation's sandbox is closed")
         return self.session
 
     def _ready(self, tools_key: Hashable) -> bool:
         return self.session is not None and tools_key == self._tools_key
 
+    def _warm(self, tools_key: Hashable, tools: ToolFactory) -> None:
+        with self._starting:
+            if self.session is None and not self._closed:
+                try:
+                    self._start(tools_key, tools)
+                except Exception:  # noqa: BLE001 - the cell that needs it will start it and say why
+                    log.exception("tooliscode: starting a sandbox ahead of time failed")
+
     def _prepare(self, tools_key: Hashable, tools: ToolFactory) -> str | None:
-        if self._ready(tools_key):
-            return None
-        replaced = self.session is not None
-        self.close()
+        with self._starting:
+            if self._closed:
+                raise SessionClosed("this conversation's sandbox is closed")
+            if self._ready(tools_key):
+                return None
+            replaced, self.session = self.session, None
+            if replaced is not None:
+                replaced.close()
+            self._start(tools_key, tools)
+            return _REPLACED if replaced is not None else None
+
+    def _start(self, tools_key: Hashable, tools: ToolFactory) -> None:
         self.session = Session(ToolRegistry(tools(self)), limits=self.limits, workdir=self.workdir)
         self._tools_key = tools_key
-        return _REPLACED if replaced else None
 
 
 def _text(result: CellResult, reprs: dict[str, str] | None, notice: str | None) -> str:

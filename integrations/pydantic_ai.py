@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import functools
 import json
 import threading
 from collections.abc import Hashable
@@ -114,7 +115,9 @@ class _RunState:
     sandbox: Sandbox | None = None
     conversation: Hashable = None
     notice: str | None = None
+    tools_key: Hashable = None
     instructions: str | None = None
+    description: str = ""
 
 
 def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:
@@ -152,6 +155,9 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     """How many failed cells in a row the model may retry before the run fails."""
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
+    prestart: bool = True
+    """Start the run's interpreter when its tools are first listed, while the model thinks,
+    rather than when the first code arrives (run scope)."""
     sandboxes: KeyedSessions[Sandbox] | None = field(default=None, kw_only=True, repr=False)
     """Conversation sandboxes; shared by the per-run copies (and by `CodeMode` across runs)."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
@@ -207,6 +213,11 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def _new_sandbox(self) -> Sandbox:
         return Sandbox(limits=self.limits, describe=self.describe_names)
 
+    def _own_sandbox(self, state: _RunState) -> Sandbox:
+        if state.sandbox is None:
+            state.sandbox = self._new_sandbox()
+        return state.sandbox
+
     def _state(self) -> _RunState:
         if self._run is None:  # used without `for_run`: one state for the toolset's life
             self._run = _RunState()
@@ -216,7 +227,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         state = self._state()
         if state.sandbox is None:
             if self.scope == "run" or self.sandboxes is None:
-                state.sandbox = self._new_sandbox()
+                self._own_sandbox(state)
             else:
                 state.conversation = ctx.conversation_id
                 state.sandbox, state.notice = await asyncio.to_thread(
@@ -232,18 +243,23 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         inner = {n: t for n, t in tools.items() if n not in native}
         if CODE_TOOL_NAME in tools:
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
-        try:
-            registry = ToolRegistry(_tools(inner, None))
-        except ValueError as exc:
-            raise UserError(f"code mode cannot take these tools: {exc}") from exc
-        self._state().instructions = instructions(registry)
+        key, state = _tools_key(inner), self._state()
+        if key != state.tools_key:
+            try:
+                registry = ToolRegistry(_tools(inner, None))
+            except ValueError as exc:
+                raise UserError(f"code mode cannot take these tools: {exc}") from exc
+            state.instructions = instructions(registry)
+            state.description = code_tool_description(registry)
+            state.tools_key = key
+        if self.prestart and self.scope == "run":
+            self._own_sandbox(state).warm(key, functools.partial(_tools, inner))
         code_def = ToolDefinition(
-            name=CODE_TOOL_NAME, description=code_tool_description(registry),
+            name=CODE_TOOL_NAME, description=state.description,
             parameters_json_schema=CODE_TOOL_SCHEMA, sequential=True,
             metadata={"code_arg_name": "code", "code_arg_language": "python"})
         code = _CodeTool(toolset=self, tool_def=code_def, max_retries=self.max_retries,
-                         args_validator=_CODE_ARGS.validator, inner=inner,
-                         tools_key=_tools_key(inner))
+                         args_validator=_CODE_ARGS.validator, inner=inner, tools_key=key)
         return {**native, CODE_TOOL_NAME: code}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
@@ -267,9 +283,8 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
                               root_capability=parent.root_capability if parent else None)
         cell = _Cell(manager, ctx.tool_call_id or CODE_TOOL_NAME, contextvars.copy_context())
         sandbox, notice = await self._sandbox(ctx)
-        inner = tool.inner
         result, text = await sandbox.arun(tool_args["code"], cell, tool.tools_key,
-                                          lambda sb: _tools(inner, sb))
+                                          functools.partial(_tools, tool.inner))
         if notice:
             text = f"[note] {notice}\n{text}"
         if not result.ok:
@@ -291,13 +306,15 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     max_retries: int = 3
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
+    prestart: bool = True
     _sandboxes: KeyedSessions[Sandbox] | None = field(default=None, init=False, repr=False)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
         wrapper = CodeModeToolset(toolset, limits=self.limits, scope=self.scope,
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
-                                  describe_names=self.describe_names, sandboxes=self._sandboxes)
+                                  describe_names=self.describe_names, prestart=self.prestart,
+                                  sandboxes=self._sandboxes)
         self._sandboxes = wrapper.sandboxes
         return wrapper
 
