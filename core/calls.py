@@ -78,6 +78,7 @@ class CellCalls:
     _count: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _started: dict[int, _Started] = field(default_factory=dict)
+    _blocking: cf.Future | None = None
     cancelled: bool = False
 
     # -- entry point (guest thread) -----------------------------------------------------
@@ -161,8 +162,11 @@ class CellCalls:
         timeout = self._timeout(tool)
         explicit = tool.timeout_s is not None or self.limits.tool_timeout_s is not None
         if tool.is_async or explicit:
-            future = self._submit(tool, arguments, timeout)
-            return self._outcome(tool, arguments, started, lambda: future.result(timeout))
+            future = self._blocking = self._submit(tool, arguments, timeout)
+            try:
+                return self._outcome(tool, arguments, started, lambda: future.result(timeout))
+            finally:
+                self._blocking = None
         # A sync tool with no timeout of its own runs right here, on the session's thread.
         return self._outcome(tool, arguments, started,
                              lambda: _invoke_sync(tool, arguments, self.loop))
@@ -209,6 +213,9 @@ class CellCalls:
     def cancel_all(self) -> None:
         """From any thread: fail the calls still running; used when a cell is cancelled."""
         self.cancelled = True
+        blocking = self._blocking
+        if blocking is not None:
+            blocking.cancel()
         for started in list(self._started.values()):
             started.future.cancel()
 

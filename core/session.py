@@ -237,11 +237,11 @@ class Session:
                 else self._state.worker
             assert worker is not None
             command = self._start(code, loop)
-            future = worker.submit(command)
+            inner = asyncio.wrap_future(worker.submit(command))
             try:
-                outcome = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
-                                                 self._watchdog())
+                outcome = await asyncio.wait_for(asyncio.shield(inner), self._watchdog())
             except asyncio.CancelledError:
+                inner.add_done_callback(_consume)  # it ends with the trap we are causing
                 command.context.calls.cancel_all()
                 worker.stop("cancelled")
                 self._lost = self._names
@@ -279,6 +279,11 @@ class Session:
         result = build_result(command, outcome, lost, self.workdir)
         self._names = result.names
         return result
+
+
+def _consume(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _closed_ops(op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
