@@ -87,9 +87,17 @@ class Memory:
     def write(self, ptr: int, data: bytes) -> None:
         ctypes.memmove(self.base + self.check(ptr, len(data)), data, len(data))
 
-    def iovec_total(self, iovs: int, count: int) -> int:
-        """Bytes described by `count` (ptr, len) pairs at `iovs`."""
+    def iovecs(self, iovs: int, count: int) -> list[tuple[int, int]]:
+        """The (ptr, len) pairs at `iovs`."""
         if count > 1024:
             raise ValueError("too many iovecs")
         raw = self.read(iovs, 8 * count)
-        return sum(_IOVEC.unpack_from(raw, 8 * i)[1] for i in range(count))
+        return [_IOVEC.unpack_from(raw, 8 * i) for i in range(count)]
+
+    def iovec_total(self, iovs: int, count: int) -> int:
+        """Bytes described by `count` (ptr, len) pairs at `iovs`."""
+        return sum(n for _, n in self.iovecs(iovs, count))
+
+    def gather(self, iovs: int, count: int) -> bytes:
+        """The bytes the iovecs at `iovs` point to, joined."""
+        return b"".join(self.read(ptr, n) for ptr, n in self.iovecs(iovs, count))
