@@ -11,6 +11,7 @@ It says as much as fits, richest first:
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -54,7 +55,7 @@ def _by_namespace(tools: list[Tool]) -> list[_Group]:
     for tool in tools:
         ns = tool.namespace
         if ns not in groups:
-            groups[ns] = _Group(f"{ns}: call as {ns}.<name>(...)", ns)
+            groups[ns] = _Group(ns, ns)
         groups[ns].tools.append(tool)
     return [g for g in groups.values() if g.tools]
 
@@ -84,7 +85,9 @@ def _by_prefix(groups: list[_Group]) -> list[_Group]:
 
 
 def _heading(group: _Group) -> list[str]:
-    return [f"# {group.label}"] if group.namespace is not None else []
+    """Above stubs, which show bare names: how to reach a namespace's tools."""
+    ns = group.namespace
+    return [f"# {ns}: call as {ns}.<name>(...)"] if ns is not None else []
 
 
 def _full_stubs(groups: list[_Group], budget: int) -> str | None:
@@ -110,8 +113,8 @@ def _one_line_each(groups: list[_Group], budget: int) -> str | None:
     lines: list[str] = []
     used = len(_LINE_HELP)
     for group in groups:
-        for line in (*_heading(group),
-                     *(f"- {ToolStub.of(t).brief()}: {summary(t)}" for t in group.tools)):
+        lines_of_group = (f"- {ToolStub.of(t).brief()}: {summary(t)}" for t in group.tools)
+        for line in itertools.chain(_heading(group), lines_of_group):  # lazily: may stop early
             used += len(line) + 1
             if used > budget:
                 return None
@@ -125,7 +128,7 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
     heads = [f"# {g.label} ({len(g.tools)} tools)" for g in groups]
     tails = [f"  ... and {len(g.tools)} more" for g in groups]  # the longest a tail can be
     room = budget - len(footer) - sum(len(h) + len(t) + 2 for h, t in zip(heads, tails))
-    if room < 0:
+    if room < sum(len(_line(g.tools[0])) + 1 for g in groups):  # not one line for each group
         return _names_only(groups, total, budget)
     shown: list[list[str]] = [[] for _ in groups]
     progress = True
@@ -134,8 +137,7 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
         for i, group in enumerate(groups):
             n = len(shown[i])
             if n < len(group.tools):
-                tool = group.tools[n]
-                line = f"- {tool.qualified_name}: {summary(tool, _SHORT_SUMMARY)}"
+                line = _line(group.tools[n])
                 if len(line) + 1 <= room:
                     shown[i].append(line)
                     room -= len(line) + 1
@@ -147,6 +149,10 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
             lines.append(f"  ... and {len(group.tools) - len(listed)} more")
     count = sum(len(s) for s in shown)
     return "\n".join([*lines, _FIND_MORE.format(shown=count, total=total)])
+
+
+def _line(tool: Tool) -> str:
+    return f"- {tool.qualified_name}: {summary(tool, _SHORT_SUMMARY)}"
 
 
 def _names_only(groups: list[_Group], total: int, budget: int) -> str:

@@ -19,6 +19,8 @@ _B = 0.75
 # A word in the name says more about a tool than the same word in its description.
 _NAME_WEIGHT, _DESC_WEIGHT, _PARAM_WEIGHT = 3.0, 1.0, 0.5
 _PREFIX_SHARE = 0.5
+_STOP = frozenset(["a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "that", "the", "their", "them", "then", "there", "these", "this", "to", "use", "using", "want", "was", "we", "what", "when", "which", "with", "you", "your", "all", "some"])
+"""Words of a query that say nothing about which tool is meant."""
 
 
 def _stem(word: str) -> str:
@@ -35,8 +37,8 @@ def _stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-case stems of `text`, splitting snake_case and camelCase."""
-    return [_stem(w.lower()) for w in _WORD.findall(text)]
+    """Lower-case stems of `text`, splitting snake_case and camelCase; no stop words."""
+    return [_stem(w) for w in map(str.lower, _WORD.findall(text)) if w not in _STOP]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class _Entry:
     name: Counter[str]
     desc: Counter[str]
     params: Counter[str]
+    name_len: int
     desc_len: int
 
 
@@ -55,13 +58,16 @@ class SearchIndex:
         self._entries = []
         for tool in tools:
             props = tool.parameters.get("properties") or {}
+            name = words(tool.qualified_name)
             desc = words(tool.description)
             self._entries.append(_Entry(
-                tool, Counter(words(f"{tool.qualified_name} {tool.name}")), Counter(desc),
-                Counter(w for key in props for w in words(str(key))), len(desc)))
+                tool, Counter(name + words(tool.name)), Counter(desc),
+                Counter(w for key in props for w in words(str(key))), len(name), len(desc)))
         self._df = Counter(w for e in self._entries for w in {*e.name, *e.desc, *e.params})
         self._vocabulary = sorted(self._df)
-        self._avg_desc = sum(e.desc_len for e in self._entries) / max(1, len(self._entries))
+        count = max(1, len(self._entries))
+        self._avg_name = sum(e.name_len for e in self._entries) / count or 1
+        self._avg_desc = sum(e.desc_len for e in self._entries) / count or 1
 
     def _idf(self, term: str) -> float:
         n, df = len(self._entries), self._df.get(term, 0)
@@ -82,10 +88,13 @@ class SearchIndex:
         phrase = "_".join(w.lower() for w in _WORD.findall(query))
         scored = []
         for e in self._entries:
-            norm = 1 - _B + _B * e.desc_len / (self._avg_desc or 1)
+            # BM25F: a word counts for more in a short name or description than in a long one.
+            name_norm = 1 - _B + _B * e.name_len / self._avg_name
+            desc_norm = 1 - _B + _B * e.desc_len / self._avg_desc
             score = 0.0
             for term, share in terms:
-                tf = (_NAME_WEIGHT * e.name.get(term, 0) + _DESC_WEIGHT * e.desc.get(term, 0) / norm
+                tf = (_NAME_WEIGHT * e.name.get(term, 0) / name_norm
+                      + _DESC_WEIGHT * e.desc.get(term, 0) / desc_norm
                       + _PARAM_WEIGHT * e.params.get(term, 0))
                 if tf:
                     score += share * self._idf(term) * tf * (_K1 + 1) / (tf + _K1)

@@ -91,25 +91,27 @@ def namespace_hint(error: str, tools: dict[str, Any]) -> str:
     """A NameError for a tool that lives in a namespace, with where to find it added.
 
     Python's own suggestion covers names close to a global; `git_status` for
-    `git.git_status` needs this one.
+    `git.git_status` needs this one. An exact name in a namespace beats Python's guess.
     """
     marker = "NameError: name '"
     at = error.rfind(marker)
-    if at < 0 or "Did you mean" in error[at:]:
+    if at < 0:
         return error
-    name = error[at + len(marker):].partition("'")[0]
+    end = error.find("\n", at)
+    end = len(error) if end < 0 else end
+    line = error[at:end]
+    name = line[len(marker):].partition("'")[0]
     spaced = [n for n in _all_names(tools) if "." in n]
-    exact = [n for n in spaced if n.rpartition(".")[2] == name]
-    if exact:
-        hint = f" Did you mean: {' or '.join(repr(n) for n in exact[:3])}?"
-    else:
+    found = [n for n in spaced if n.rpartition(".")[2] == name]
+    if not found:
+        if "Did you mean" in line:
+            return error
         from .validate import did_you_mean
 
         close = did_you_mean(name, [n.rpartition(".")[2] for n in spaced])
-        full = [n for n in spaced if f"'{n.rpartition('.')[2]}'" in close]
-        hint = f" Did you mean: {' or '.join(repr(n) for n in full[:3])}?" if full else ""
-    if not hint:
+        found = [n for n in spaced if f"'{n.rpartition('.')[2]}'" in close]
+    if not found:
         return error
-    line_end = error.find("\n", at)
-    line_end = len(error) if line_end < 0 else line_end
-    return error[:line_end].rstrip(".") + "." + hint + error[line_end:]
+    line = line.partition(". Did you mean")[0].rstrip(".")
+    hint = " or ".join(repr(n) for n in found[:3])
+    return f"{error[:at]}{line}. Did you mean: {hint}?{error[end:]}"
