@@ -120,6 +120,8 @@ class ToolFunction:
         """Parameter name -> argument key, where the schema's key is not an identifier."""
         self._omit_none: tuple[str, ...] = tuple(spec.get("omit_none") or ())
         self._schema: dict[str, Any] | None = spec.get("schema")
+        self._check: Any = None
+        self._names = {key: name for name, key in self._keys.items()}
         self._shown: str = spec.get("shown") or self.__name__
         """How the model writes it (`ns.tool`), for error messages."""
         self.signature: str = spec.get("signature") or f"{self._shown}(...)"
@@ -147,9 +149,11 @@ class ToolFunction:
         if self._keys:
             arguments = {self._keys.get(k, k): v for k, v in arguments.items()}
         if self._schema is not None:
-            from .validate import problem
+            if self._check is None:  # compiled at the first call: most tools are never called
+                from .validate import checker
 
-            found = problem(self._schema, arguments, {k: n for n, k in self._keys.items()})
+                self._check = checker(self._schema)
+            found = self._check(arguments, self._names)
             if found:
                 raise self._bad(found)
         return arguments

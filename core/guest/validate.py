@@ -4,33 +4,48 @@ This is for early errors the model can act on ("edits[0]['newText'] must be str,
 not for security: the host still decides what it accepts. So the checker is lenient where
 it cannot judge: keywords it does not know are ignored, remote `$ref`s and formats are not
 checked, and a value that is not plain JSON data (a `datetime`, a dataclass) is left for the
-host, since the channel converts it on the way out. Standard library only; `re` and
-`difflib` are imported only when a schema or an error needs them.
+host, since the channel converts it on the way out.
+
+A schema is compiled once into closures that run only the keywords it has, because every
+tool call pays for the check and guest Python is several times slower than native. The path
+to a bad value is built only when one is found, as the error travels up. Standard library
+only; `re` and `difflib` are imported only when a schema or an error needs them.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["did_you_mean", "problem"]
+    Check = Callable[[Any], None]
+    """Raises `_Invalid`, with a path relative to the value it was given."""
+
+__all__ = ["checker", "did_you_mean", "problem"]
 
 _PY_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
              "array": "list", "object": "dict", "null": "None"}
-_PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
+_PLAIN = frozenset((str, int, float, bool, type(None), list, tuple, dict))
 _MISSING = object()
+_FAILS = {">=": lambda v, limit: v < limit, "<=": lambda v, limit: v > limit,
+          ">": lambda v, limit: v <= limit, "<": lambda v, limit: v >= limit}
+"""A bound in words -> whether a value breaks it."""
 
 
 class _Invalid(Exception):
     """One reason a value does not fit; `path` is where: the keys and indexes down to it."""
 
-    def __init__(self, path: tuple[Any, ...], message: str, wanted: str | None = None):
+    def __init__(self, message: str, wanted: str | None = None):
         super().__init__(message)
-        self.path = path
+        self.path: tuple[Any, ...] = ()
         self.message = message
         self.wanted = wanted
         """For a value of the wrong type: the types that would have done."""
+
+    def at(self, step: Any) -> _Invalid:
+        self.path = (step, *self.path)
+        return self
 
 
 def did_you_mean(word: str, options: Any) -> str:
@@ -41,43 +56,33 @@ def did_you_mean(word: str, options: Any) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
-def problem(schema: dict[str, Any], arguments: dict[str, Any],
+def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], str | None]:
+    """Compile `schema` once; the result says what is wrong with an arguments object, naming
+    the first bad argument (as the caller wrote it, through `names`), or None."""
+    check = _Compiler(schema).compile(schema)
+
+    def problem_of(arguments: dict[str, Any], names: dict[str, str] | None = None) -> str | None:
+        if check is None:
+            return None
+        try:
+            check(arguments)
+        except _Invalid as bad:
+            if not bad.path:
+                return f"the call {bad.message}"
+            first = str(bad.path[0])
+            where = (names or {}).get(first, first) + "".join(f"[{p!r}]" for p in bad.path[1:])
+            return f"{where} {bad.message}"
+        except RecursionError:
+            pass  # a schema that refers to itself without end: not judged
+        return None
+
+    return problem_of
+
+
+def problem(schema: Any, arguments: dict[str, Any],
             names: dict[str, str] | None = None) -> str | None:
-    """What is wrong with `arguments` by `schema`, naming the first bad one; None if nothing.
-
-    `names` maps argument keys to the names the caller wrote, when they differ.
-    """
-    try:
-        _Checker(schema).check(schema, arguments, ())
-    except _Invalid as bad:
-        if not bad.path:
-            return f"the call {bad.message}"
-        first = str(bad.path[0])  # shown as the parameter name the model wrote
-        where = (names or {}).get(first, first) + "".join(f"[{p!r}]" for p in bad.path[1:])
-        return f"{where} {bad.message}"
-    except RecursionError:
-        pass  # a schema that refers to itself without end: not judged
-    return None
-
-
-def _wrong_type(wanted: str, value: Any) -> str:
-    return f"must be {wanted}, not {_type_name(value)} ({_show(value)})"
-
-
-def _nearest(failures: list[_Invalid], path: tuple[Any, ...], value: Any) -> _Invalid:
-    """Why a value fits none of the alternatives, said through the one it came closest to:
-    the failure deepest inside the value, else the one branch whose type fitted."""
-    deepest = max(len(f.path) for f in failures)
-    if deepest > len(path):
-        return next(f for f in failures if len(f.path) == deepest)
-    fitted = [f for f in failures if f.wanted is None]
-    if len(fitted) == 1:
-        return fitted[0]
-    if not fitted:
-        wanted = " | ".join(dict.fromkeys(w for f in failures for w in f.wanted.split(" | ")))
-        return _Invalid(path, _wrong_type(wanted, value), wanted)
-    return _Invalid(path, "fits none of the allowed shapes: " + "; ".join(
-        dict.fromkeys(f.message for f in failures)))
+    """`checker(schema)(arguments, names)`, for a single use."""
+    return checker(schema)(arguments, names)
 
 
 def _type_name(value: Any) -> str:
@@ -89,23 +94,23 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is(value: Any, kind: str) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "array":
-        return isinstance(value, (list, tuple))
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "null":
-        return value is None
-    return True  # an unknown type name: not ours to judge
+def _wrong_type(wanted: str, value: Any) -> _Invalid:
+    return _Invalid(f"must be {wanted}, not {_type_name(value)} ({_show(value)})", wanted)
+
+
+_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+          "array": (list, tuple), "object": (dict,), "null": (type(None),)}
+"""JSON Schema type name -> the exact Python types of it (subclasses never reach the check:
+they are left for the host). A float with an integral value is an integer too."""
+
+
+def _accepted(kind: Any) -> tuple[frozenset[type] | None, bool, str]:
+    """(the Python types `type: kind` allows, whether integral floats pass, their names)."""
+    kinds = tuple(kind) if isinstance(kind, list) else (kind,)
+    if kind is None or any(k not in _TYPES for k in kinds):
+        return None, False, ""  # no type, or an unknown type name: not ours to judge
+    accepted = frozenset(t for k in kinds for t in _TYPES[k])
+    return accepted, "integer" in kinds, " | ".join(_PY_NAMES[k] for k in kinds)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -119,58 +124,123 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) in _PLAIN and type(b) in _PLAIN and a == b
 
 
-def _size(schema: dict[str, Any], keyword: str, value: Any, noun: str,
-          path: tuple[Any, ...]) -> None:
+def _nearest(failures: list[_Invalid], value: Any) -> _Invalid:
+    """Why a value fits none of the alternatives, said through the one it came closest to:
+    the failure deepest inside the value, else the one branch whose type fitted."""
+    deepest = max(len(f.path) for f in failures)
+    if deepest:
+        return next(f for f in failures if len(f.path) == deepest)
+    fitted = [f for f in failures if f.wanted is None]
+    if len(fitted) == 1:
+        return fitted[0]
+    if not fitted:
+        wanted = " | ".join(dict.fromkeys(w for f in failures for w in str(f.wanted).split(" | ")))
+        return _wrong_type(wanted, value)
+    return _Invalid("fits none of the allowed shapes: " + "; ".join(
+        dict.fromkeys(f.message for f in failures)))
+
+
+def _inside(check: Check, value: Any, step: Any) -> None:
+    try:
+        check(value)
+    except _Invalid as bad:
+        raise bad.at(step) from None
+
+
+def _size(schema: dict[str, Any], keyword: str, noun: str) -> Check | None:
     """`minLength`/`maxLength`, `minItems`/`maxItems`, `minProperties`/`maxProperties`."""
     low, high = schema.get("min" + keyword), schema.get("max" + keyword)
-    if isinstance(low, int) and len(value) < low:
-        raise _Invalid(path, f"must have at least {low} {noun}, not {len(value)}")
-    if isinstance(high, int) and len(value) > high:
-        raise _Invalid(path, f"must have at most {high} {noun}, not {len(value)}")
+    low = low if isinstance(low, int) else None
+    high = high if isinstance(high, int) else None
+    if low is None and high is None:
+        return None
+
+    def size(value: Any) -> None:
+        if low is not None and len(value) < low:
+            raise _Invalid(f"must have at least {low} {noun}, not {len(value)}")
+        if high is not None and len(value) > high:
+            raise _Invalid(f"must have at most {high} {noun}, not {len(value)}")
+
+    return size
 
 
-class _Checker:
-    """Walks one schema; `$ref`s resolve against the root it was made with."""
+def _all(steps: list[Check | None]) -> Check | None:
+    present = [s for s in steps if s is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def every(value: Any) -> None:
+        for step in present:
+            step(value)
+
+    return every
+
+
+class _Compiler:
+    """Compiles one schema; `$ref`s resolve against the root it was made with."""
 
     def __init__(self, root: Any):
         self.root = root
+        self.refs: dict[str, Check] = {}
 
-    def check(self, schema: Any, value: Any, path: tuple[Any, ...]) -> None:
-        if schema is True or not isinstance(schema, dict) or not schema:
-            if schema is False:
-                raise _Invalid(path, "is not allowed here")
-            return
-        if type(value) not in _PLAIN:
-            return  # converted by the channel; the host judges it
+    def compile(self, schema: Any) -> Check | None:
+        """A check for `schema`, or None when it allows every value."""
+        if schema is False:
+            def nothing(value: Any) -> None:
+                raise _Invalid("is not allowed here")
+
+            return nothing
+        if not isinstance(schema, dict) or not schema:
+            return None
         ref = schema.get("$ref")
-        if isinstance(ref, str):
-            self.check(self._resolve(ref), value, path)
-        if value is None and schema.get("nullable") is True:
-            return
-        kind = schema.get("type")
-        if kind is not None:
-            kinds = kind if isinstance(kind, list) else [kind]
-            if not any(_is(value, k) for k in kinds):
-                wanted = " | ".join(_PY_NAMES.get(k, str(k)) for k in kinds)
-                raise _Invalid(path, _wrong_type(wanted, value), wanted)
-        if "enum" in schema and isinstance(schema["enum"], list):
-            options = schema["enum"]
-            if not any(_same(value, o) for o in options):
-                shown = ", ".join(_show(o) for o in options[:20])
-                hint = did_you_mean(value, [o for o in options if isinstance(o, str)]) \
-                    if isinstance(value, str) else ""
-                raise _Invalid(path, f"must be one of {shown}, not {_show(value)}{hint}")
-        if "const" in schema and not _same(value, schema["const"]):
-            raise _Invalid(path, f"must be {_show(schema['const'])}, not {_show(value)}")
-        if isinstance(value, str):
-            self._string(schema, value, path)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            self._number(schema, value, path)
-        elif isinstance(value, (list, tuple)):
-            self._array(schema, value, path)
-        elif isinstance(value, dict):
-            self._object(schema, value, path)
-        self._combined(schema, value, path)
+        accepted, integral, wanted = _accepted(schema.get("type"))
+        text, number = self._string(schema), self._number(schema)
+        array, mapping = self._array(schema), self._object(schema)
+        general = _all([self._ref(ref) if isinstance(ref, str) else None,
+                        self._values(schema), self._combined(schema)])
+        if not (accepted or text or number or array or mapping or general):
+            return None
+        nullable = schema.get("nullable") is True
+
+        def check(value: Any) -> None:
+            kind = type(value)
+            if kind not in _PLAIN or (nullable and value is None):
+                return  # converted by the channel, and judged by the host
+            if accepted is not None and kind not in accepted and not (
+                    integral and kind is float and value.is_integer()):
+                raise _wrong_type(wanted, value)
+            if kind is dict:
+                if mapping is not None:
+                    mapping(value)
+            elif kind is str:
+                if text is not None:
+                    text(value)
+            elif kind is list or kind is tuple:
+                if array is not None:
+                    array(value)
+            elif (kind is int or kind is float) and number is not None:
+                number(value)
+            if general is not None:
+                general(value)
+
+        return check
+
+    def _ref(self, ref: str) -> Check | None:
+        known = self.refs.get(ref)
+        if known is not None:
+            return known
+        target = self._resolve(ref)
+        holder: list[Check | None] = [None]
+
+        def follow(value: Any) -> None:  # compiled after it is named: references may recurse
+            if holder[0] is not None:
+                holder[0](value)
+
+        self.refs[ref] = follow
+        holder[0] = self.compile(target)
+        return follow
 
     def _resolve(self, ref: str) -> Any:
         if not ref.startswith("#"):
@@ -188,117 +258,191 @@ class _Checker:
                 return True  # a dangling reference is the schema's fault, not the model's
         return node
 
-    def _string(self, schema: dict[str, Any], value: str, path: tuple[Any, ...]) -> None:
-        _size(schema, "Length", value, "characters", path)
+    def _values(self, schema: dict[str, Any]) -> Check | None:
+        options = schema.get("enum")
+        has_const = "const" in schema
+        if not isinstance(options, list) and not has_const:
+            return None
+        const = schema.get("const")
+
+        def listed(value: Any) -> None:
+            if isinstance(options, list) and not any(_same(value, o) for o in options):
+                shown = ", ".join(_show(o) for o in options[:20])
+                hint = did_you_mean(value, [o for o in options if isinstance(o, str)]) \
+                    if isinstance(value, str) else ""
+                raise _Invalid(f"must be one of {shown}, not {_show(value)}{hint}")
+            if has_const and not _same(value, const):
+                raise _Invalid(f"must be {_show(const)}, not {_show(value)}")
+
+        return listed
+
+    def _string(self, schema: dict[str, Any]) -> Check | None:
         pattern = schema.get("pattern")
+        matcher = None
         if isinstance(pattern, str):
             import re
 
             try:
-                found = re.search(pattern, value)
+                matcher = re.compile(pattern).search
             except re.error:
-                return  # a pattern Python cannot read (ECMA-only syntax): not judged
-            if found is None:
-                raise _Invalid(path, f"must match the pattern {pattern!r}, not {_show(value)}")
+                pass  # a pattern Python cannot read (ECMA-only syntax): not judged
 
-    def _number(self, schema: dict[str, Any], value: float, path: tuple[Any, ...]) -> None:
-        for key, fails, words in (("minimum", value.__lt__, ">="), ("maximum", value.__gt__, "<="),
-                                  ("exclusiveMinimum", value.__le__, ">"),
-                                  ("exclusiveMaximum", value.__ge__, "<")):
+        def matches(value: str) -> None:
+            if matcher is not None and matcher(value) is None:
+                raise _Invalid(f"must match the pattern {pattern!r}, not {_show(value)}")
+
+        return _all([_size(schema, "Length", "characters"), matches if matcher else None])
+
+    def _number(self, schema: dict[str, Any]) -> Check | None:
+        bounds = []
+        for key, words in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"),
+                           ("exclusiveMaximum", "<")):
             limit = schema.get(key)
             if isinstance(limit, bool):  # draft 4: exclusiveM* flags the matching bound
                 bound = schema.get("minimum" if key == "exclusiveMinimum" else "maximum")
                 limit = bound if limit and isinstance(bound, (int, float)) else None
-            if isinstance(limit, (int, float)) and fails(limit):
-                raise _Invalid(path, f"must be {words} {limit}, not {value}")
+            if isinstance(limit, (int, float)):
+                bounds.append((words, limit))
         step = schema.get("multipleOf")
-        if isinstance(step, (int, float)) and step > 0 and not isinstance(step, bool):
-            ratio = value / step
-            if abs(ratio - round(ratio)) > 1e-9:
-                raise _Invalid(path, f"must be a multiple of {step}, not {value}")
+        step = step if isinstance(step, (int, float)) and not isinstance(step, bool) \
+            and step > 0 else None
+        if not bounds and step is None:
+            return None
+        def ranged(value: float) -> None:
+            for words, limit in bounds:
+                if _FAILS[words](value, limit):
+                    raise _Invalid(f"must be {words} {limit}, not {value}")
+            if step is not None:
+                ratio = value / step
+                if abs(ratio - round(ratio)) > 1e-9:  # a tolerance: 0.07 is a multiple of 0.01
+                    raise _Invalid(f"must be a multiple of {step}, not {value}")
 
-    def _array(self, schema: dict[str, Any], value: Any, path: tuple[Any, ...]) -> None:
-        _size(schema, "Items", value, "items", path)
-        if schema.get("uniqueItems") is True:
-            for i, item in enumerate(value):
-                if any(_same(item, other) for other in value[:i]):
-                    raise _Invalid(path + (i,), "repeats an earlier item; items must be unique")
-        prefix = schema.get("prefixItems")
-        items = schema.get("items")
+        return ranged
+
+    def _array(self, schema: dict[str, Any]) -> Check | None:
+        prefix, items = schema.get("prefixItems"), schema.get("items")
         if isinstance(items, list):  # draft 4-7 tuple form
             prefix, items = items, schema.get("additionalItems")
-        start = 0
-        if isinstance(prefix, list):
-            for i, (sub, item) in enumerate(zip(prefix, value)):
-                self.check(sub, item, path + (i,))
-            start = len(prefix)
-        if items is not None:
-            for i in range(start, len(value)):
-                self.check(items, value[i], path + (i,))
+        heads = [self.compile(s) for s in prefix] if isinstance(prefix, list) else []
+        rest = self.compile(items) if items is not None else None
+        unique = schema.get("uniqueItems") is True
 
-    def _object(self, schema: dict[str, Any], value: dict[str, Any],
-                path: tuple[Any, ...]) -> None:
-        props = schema.get("properties")
-        props = props if isinstance(props, dict) else {}
-        _size(schema, "Properties", value, "keys", path)
+        def each(value: Any) -> None:
+            for i, (check, item) in enumerate(zip(heads, value)):
+                if check is not None:
+                    _inside(check, item, i)
+            if rest is not None:
+                for i in range(len(heads), len(value)):
+                    _inside(rest, value[i], i)
+            if unique:
+                for i, item in enumerate(value):
+                    if any(_same(item, other) for other in value[:i]):
+                        raise _Invalid("repeats an earlier item; items must be unique").at(i)
+
+        needed = any(heads) or rest is not None or unique
+        return _all([_size(schema, "Items", "items"), each if needed else None])
+
+    def _object(self, schema: dict[str, Any]) -> Check | None:
+        raw = schema.get("properties")
+        props = {k: self.compile(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
         patterns = schema.get("patternProperties")
+        patterns = [(p, self.compile(s)) for p, s in patterns.items()] \
+            if isinstance(patterns, dict) else []
         extra = schema.get("additionalProperties", _MISSING)
-        for key, item in value.items():
-            where = path + (key,)
-            sub = props.get(key, _MISSING)
-            if sub is not _MISSING:
-                self.check(sub, item, where)
-                continue
-            if isinstance(patterns, dict) and self._patterned(patterns, key, item, where):
-                continue
-            if extra is False:
-                raise _Invalid(path, f"has an unexpected key {key!r}{did_you_mean(key, props)}")
-            if isinstance(extra, dict):
-                self.check(extra, item, where)
-        # After the keys present, so a misspelt key is named with its suggestion first.
-        for key in schema.get("required") or ():
-            if key not in value:
-                raise _Invalid(path, f"is missing the required key {key!r}")
+        closed = extra is False
+        other = self.compile(extra) if isinstance(extra, dict) else None
+        required = tuple(schema.get("required") or ())
 
-    def _patterned(self, patterns: dict[str, Any], key: str, item: Any, where: tuple[Any, ...]) -> bool:
+        def keys(value: dict[str, Any]) -> None:
+            for key, item in value.items():
+                sub = props.get(key, _MISSING)
+                if sub is not _MISSING:
+                    if sub is not None:
+                        try:  # inline, not through _inside: this loop is every call's cost
+                            sub(item)
+                        except _Invalid as bad:
+                            raise bad.at(key) from None
+                elif not (patterns and self._patterned(patterns, key, item)):
+                    if closed:
+                        raise _Invalid(f"has an unexpected key {key!r}"
+                                       f"{did_you_mean(str(key), props)}")
+                    if other is not None:
+                        _inside(other, item, key)
+            # After the keys present, so a misspelt key is named with its suggestion first.
+            for key in required:
+                if key not in value:
+                    raise _Invalid(f"is missing the required key {key!r}")
+
+        needed = any(props.values()) or patterns or closed or other or required
+        return _all([keys if needed else None, _size(schema, "Properties", "keys")])
+
+    def _patterned(self, patterns: list[tuple[str, Check | None]], key: Any, item: Any) -> bool:
         import re
 
         matched = False
-        for pattern, sub in patterns.items():
+        for pattern, check in patterns:
             try:
-                if re.search(pattern, key):
-                    matched = True
-                    self.check(sub, item, where)
+                found = re.search(pattern, str(key))
             except re.error:
-                matched = True  # cannot judge: treat as allowed
+                found = True  # cannot judge: treat as allowed
+            if found:
+                matched = True
+                if check is not None:
+                    _inside(check, item, key)
         return matched
 
-    def _passes(self, schema: Any, value: Any, path: tuple[Any, ...]) -> _Invalid | None:
-        try:
-            self.check(schema, value, path)
-        except _Invalid as bad:
-            return bad
-        return None
-
-    def _combined(self, schema: dict[str, Any], value: Any, path: tuple[Any, ...]) -> None:
-        for sub in schema.get("allOf") or ():
-            self.check(sub, value, path)
+    def _combined(self, schema: dict[str, Any]) -> Check | None:
+        steps: list[Check | None] = [self.compile(s) for s in schema.get("allOf") or ()]
         for key in ("anyOf", "oneOf"):
             options = schema.get(key)
-            if not isinstance(options, list) or not options:
-                continue
-            failures = [self._passes(sub, value, path) for sub in options]
-            passed = failures.count(None)
-            if key == "oneOf" and passed > 1:
-                raise _Invalid(path, f"matches {passed} of the alternatives; it must match "
-                                     "exactly one")
-            if passed == 0:
-                raise _nearest([f for f in failures if f is not None], path, value)
+            if isinstance(options, list) and options:
+                steps.append(self._alternatives([self.compile(o) for o in options],
+                                                exactly_one=key == "oneOf"))
         negated = schema.get("not")
-        if isinstance(negated, (dict, bool)) and self._passes(negated, value, path) is None:
-            raise _Invalid(path, "matches a shape that is not allowed")
+        if isinstance(negated, (dict, bool)):
+            steps.append(self._negated(self.compile(negated)))
         condition = schema.get("if")
         if isinstance(condition, (dict, bool)):
-            branch = "then" if self._passes(condition, value, path) is None else "else"
-            if branch in schema:
-                self.check(schema[branch], value, path)
+            steps.append(self._conditional(self.compile(condition), self.compile(
+                schema.get("then", True)), self.compile(schema.get("else", True))))
+        return _all(steps)
+
+    @staticmethod
+    def _alternatives(options: list[Check | None], exactly_one: bool) -> Check:
+        def alternatives(value: Any) -> None:
+            failures = [_fails(check, value) for check in options]
+            passed = failures.count(None)
+            if exactly_one and passed > 1:
+                raise _Invalid(f"matches {passed} of the alternatives; it must match exactly one")
+            if passed == 0:
+                raise _nearest([f for f in failures if f is not None], value)
+
+        return alternatives
+
+    @staticmethod
+    def _negated(check: Check | None) -> Check:
+        def negated(value: Any) -> None:
+            if _fails(check, value) is None:
+                raise _Invalid("matches a shape that is not allowed")
+
+        return negated
+
+    @staticmethod
+    def _conditional(condition: Check | None, then: Check | None,
+                     otherwise: Check | None) -> Check:
+        def conditional(value: Any) -> None:
+            branch = then if _fails(condition, value) is None else otherwise
+            if branch is not None:
+                branch(value)
+
+        return conditional
+
+
+def _fails(check: Check | None, value: Any) -> _Invalid | None:
+    if check is None:
+        return None
+    try:
+        check(value)
+    except _Invalid as bad:
+        return bad
+    return None
