@@ -6,6 +6,7 @@ how a call binds: parameter order, names, defaults and which `None`s mean "not g
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ class ToolStub:
     """The annotation of `**kwargs` when the tool takes keys beyond its parameters."""
     returns: str
     classes: Mapping[str, str]
-    """`TypedDict` sources the annotations name, by class name."""
+    """Sources of the `TypedDict` classes and type aliases the annotations name, by name."""
 
     @classmethod
     def of(cls, tool: Tool) -> ToolStub:
@@ -69,8 +70,8 @@ class ToolStub:
             default, omit = None, False
             if key not in required:
                 has_default = isinstance(prop, Mapping) and "default" in prop
-                omit = not has_default and "None" not in ann.split(" | ")
-                default = repr(prop["default"]) if has_default else "None"
+                omit = not has_default and union([ann, "None"]) != ann  # no null in the schema
+                default = _default_source(prop["default"]) if has_default else "None"
                 ann = union([ann, "None"]) if omit else ann
             params.append(Param(name, key, ann, default, omit, describe(prop)))
         params.sort(key=lambda p: p.default is not None)  # stable: schema order within each
@@ -149,6 +150,13 @@ def _wrap(line: str, indent: str = "") -> str:
                          break_on_hyphens=False)
 
 
+def _default_source(value: Any) -> str:
+    """A JSON default as Python source; `...` for the float infinities, which have none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "..."
+    return repr(value)
+
+
 def _unique(name: str, taken: set[str]) -> str:
     out, n = name, 2
     while out in taken:
@@ -205,9 +213,25 @@ def search_entry(tool: Tool) -> dict[str, str]:
             "summary": summary(tool)}
 
 
-def guest_spec(tool: Tool, built: ToolStub | None = None) -> dict[str, Any]:
-    """What the guest's `ToolFunction` is built from."""
-    s = built or ToolStub.of(tool)
+def guest_spec(tool: Tool) -> dict[str, Any]:
+    """What the guest's `ToolFunction` is built from.
+
+    Kept on the tool and reused while its name, description, namespace and schema objects
+    are the same ones: every new session (one per conversation) needs the specs of all its
+    tools. A schema changed in place is not noticed; assign a new dict instead.
+    """
+    key = (tool.name, tool.description, tool.namespace, tool.python_name,
+           id(tool.parameters), id(tool.output_schema))
+    cached = tool.__dict__.get("_guest_spec")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    spec = _spec(tool)
+    tool.__dict__["_guest_spec"] = (key, spec)
+    return spec
+
+
+def _spec(tool: Tool) -> dict[str, Any]:
+    s = ToolStub.of(tool)
     return {
         "name": tool.python_name,
         "wire": tool.name,

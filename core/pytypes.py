@@ -31,7 +31,10 @@ def pascal(text: str) -> str:
 
 
 def _one_line(text: Any) -> str:
-    return " ".join(str(text).split()) if text else ""
+    """`text` on one line, without characters that cannot stand in source code."""
+    if not text:
+        return ""
+    return " ".join("".join(ch for ch in str(text) if ch.isprintable() or ch.isspace()).split())
 
 
 def describe(schema: Any) -> str:
@@ -39,10 +42,10 @@ def describe(schema: Any) -> str:
     if not isinstance(schema, Mapping):
         return ""
     notes = []
-    for key, shown in (("format", "format"), ("pattern", "pattern")):
-        if isinstance(schema.get(key), str):
-            notes.append(f"{shown} {schema[key]!r}" if key == "pattern" else
-                         f"{shown} {schema[key]}")
+    if isinstance(schema.get("format"), str):
+        notes.append(f"format {schema['format']}")
+    if isinstance(schema.get("pattern"), str):
+        notes.append(f"pattern {schema['pattern']!r}")
     for key, shown in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
                        ("exclusiveMaximum", "<"), ("minLength", "min length"),
                        ("maxLength", "max length"), ("minItems", "min items"),
@@ -58,19 +61,29 @@ def describe(schema: Any) -> str:
     return f"{text} ({'; '.join(notes)})".strip() if notes else text
 
 
-def _split_union(annotation: str) -> list[str]:
-    """The top-level members of `A | B[C | D]`."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(annotation):
-        if ch == "[":
+def _split(text: str, sep: str) -> list[str]:
+    """`text` split on `sep` where it is outside brackets and string quotes: the members of
+    `A | B[C | D]`, the values of `Literal['a,b', 2]`."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "[":
             depth += 1
         elif ch == "]":
             depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(annotation[start:i].strip())
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
             start = i + 1
-    parts.append(annotation[start:].strip())
-    return parts
+        i += 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
 
 
 def union(members: list[str]) -> str:
@@ -79,11 +92,11 @@ def union(members: list[str]) -> str:
     flat: list[str] = []
     literals: list[str] = []
     for member in members:
-        for part in _split_union(member):
+        for part in _split(member, "|"):
             if part == "Any":
                 return "Any"
             if part.startswith("Literal[") and part.endswith("]"):
-                literals.extend(v for v in _split_args(part[8:-1]) if v not in literals)
+                literals.extend(v for v in _split(part[8:-1], ",") if v not in literals)
             elif part not in flat:
                 flat.append(part)
     if literals:
@@ -96,26 +109,6 @@ def union(members: list[str]) -> str:
         flat.remove("None")
         flat.append("None")
     return " | ".join(flat) or "Any"
-
-
-def _split_args(inner: str) -> list[str]:
-    """The values of a `Literal[...]`, split on commas outside string quotes."""
-    values, quote, start, i = [], "", 0, 0
-    while i < len(inner):
-        ch = inner[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ",":
-            values.append(inner[start:i].strip())
-            start = i + 1
-        i += 1
-    values.append(inner[start:].strip())
-    return [v for v in values if v]
 
 
 def _literal(values: list[Any]) -> str | None:
@@ -238,7 +231,9 @@ class TypeWriter:
         # Named before it is written, so a reference back into it finds the name.
         name = self._refs[ref] = self._reserve(base)
         if _is_class(target):
-            return self._object(target, base, name)
+            # The same shape met before under another name is written once, with that name.
+            name = self._refs[ref] = self._object(target, base, name)
+            return name
         ann = self.annotation(target, base)
         if self._forward(ann):  # names itself or an unfinished class: evaluated lazily
             self.classes[name] = f"type {name} = {ann}"

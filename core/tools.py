@@ -8,8 +8,9 @@ import inspect
 import keyword
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = ["GUEST_HELPERS", "Tool", "ToolFunction", "as_tool", "global_name", "python_name"]
 
@@ -21,11 +22,11 @@ _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 def python_name(name: str) -> str:
     """`name` made into a Python identifier: other characters become `_`, a leading digit or
-    a keyword gets a `_` added."""
+    a keyword gets a `_` added. Soft keywords (`type`, `match`) are identifiers: kept."""
     out = re.sub(r"\W", "_", name.strip(), flags=re.ASCII) or "_"
     if out[0].isdigit():
         out = "_" + out
-    if keyword.iskeyword(out) or keyword.issoftkeyword(out):
+    if keyword.iskeyword(out):
         out += "_"
     return out
 
@@ -100,7 +101,7 @@ class Tool:
         while isinstance(target, functools.partial):
             target = target.func
         answer = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-            getattr(target, "__call__", None))
+            getattr(target, "__call__", None))  # noqa: B004 - the method, to test it
         self.__dict__["_async_of"] = (fn, answer)
         return answer
 

@@ -175,6 +175,10 @@ def test_names_become_identifiers_that_hide_nothing():
     assert make("get-weather").python_name == "get_weather"
     assert make("2fa.check").python_name == "_2fa_check"
     assert make("class").python_name == "class_"
+    soft = make("find", parameters={"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string"}, "match": {"type": "string"}, "from": {"type": "string"}}})
+    assert ToolStub.of(soft).signature() == (  # soft keywords are names; `from` is not
+        "find(type: str, match: str | None = None, from_: str | None = None) -> Any")
     # Builtins, standard modules and the sandbox's helpers stay reachable.
     assert [make(n).python_name for n in ("filter", "json", "help", "search_tools")] == [
         "filter_", "json_", "help_", "search_tools_"]
