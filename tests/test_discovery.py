@@ -67,6 +67,7 @@ def test_help_prints_the_full_stub(session):
     assert session.run("help('fs.edit_file')").stdout == r.stdout
     assert "def get_current_time(timezone: str) -> TimeResult:" in session.run(
         "help('get_current_time')").stdout
+    assert session.run("help(len)").stdout.startswith("Help on built-in function len")
     assert session.run("help('fs.edit_fil')").stdout.startswith(
         "there is no tool 'fs.edit_fil'; did you mean 'fs.edit_file'")
     listing = session.run("help(github)").stdout

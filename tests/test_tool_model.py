@@ -4,6 +4,7 @@ namespaces and the errors for names that clash."""
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Annotated, Literal
 
 import pytest
@@ -100,6 +101,13 @@ def test_docstring_without_sections_is_all_description():
     parts = parse_docstring("Just text: with a colon.\n\nNote: something odd.")
     assert parts.description == "Just text: with a colon.\n\nNote: something odd."
     assert parts.params == {}
+
+
+def test_without_griffe_the_whole_docstring_is_the_description(monkeypatch):
+    monkeypatch.setitem(sys.modules, "griffe", None)  # import griffe now raises ImportError
+    parts = parse_docstring(google.__doc__)
+    assert parts.params == {} and parts.description.startswith("Search the catalogue.")
+    assert "Args:" in parts.description
 
 
 def test_partials_and_callable_objects():
