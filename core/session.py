@@ -22,7 +22,7 @@ from .limits import Limits
 from .pool import WarmPool
 from .registry import ToolRegistry
 from .result import CellResult
-from .runtime import GUEST_DIR, GuestTrap, Runtime, default_runtime
+from .runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, default_runtime
 from .worker import Command, NotStarted, Worker
 
 __all__ = ["Session"]
@@ -303,3 +303,4 @@ def _shutdown_all() -> None:
         _pools.clear()
     for pool in pools:
         pool.close()
+    close_default_runtime()

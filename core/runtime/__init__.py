@@ -9,7 +9,8 @@ from .locate import PACKAGED_SHA256, WasmFile, locate_python_wasm
 
 __all__ = [
     "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "Runtime", "WasmFile",
-    "PACKAGED_SHA256", "locate_python_wasm", "default_runtime", "WasmtimeRuntime",
+    "PACKAGED_SHA256", "locate_python_wasm", "default_runtime", "close_default_runtime",
+    "WasmtimeRuntime",
 ]
 
 _default: Runtime | None = None
@@ -25,6 +26,15 @@ def default_runtime() -> Runtime:
 
             _default = WasmtimeRuntime()
         return _default
+
+
+def close_default_runtime() -> None:
+    """Release the process-wide runtime (at exit, after every session is closed)."""
+    global _default
+    with _lock:
+        runtime, _default = _default, None
+    if runtime is not None:
+        runtime.close()
 
 
 def __getattr__(name: str):  # lazy: importing tooliscode must not load wasmtime's engine

@@ -16,6 +16,7 @@ import logging
 import struct
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import wasmtime
@@ -361,10 +362,23 @@ class WasmtimeRuntime(Runtime):
         self._callbacks.append(define_shadow(self.linker, self.module, "poll_oneoff",
                                              _poll_oneoff))
         self.ticker = EpochTicker(self.engine, tick_s)
+        self._live: weakref.WeakSet[WasmtimeInstance] = weakref.WeakSet()
 
     @property
     def transport_source(self) -> str:
         return _TRANSPORT
 
     def instantiate(self, spec: GuestSpec) -> WasmtimeInstance:
-        return WasmtimeInstance(self, spec)
+        instance = WasmtimeInstance(self, spec)
+        self._live.add(instance)
+        return instance
+
+    def close(self) -> None:
+        """Free the engine, module and linker now rather than during interpreter shutdown,
+        when wasmtime-py can no longer call its C library. Skipped while a guest lives."""
+        if any(inst._store is not None for inst in self._live):
+            return
+        for name in ("linker", "passthrough", "module", "engine"):
+            handle = self.__dict__.pop(name, None)
+            if handle is not None:
+                handle.close()
