@@ -1,0 +1,84 @@
+"""Load and soak: many sessions, many cells, tool calls from a thread pool; nothing leaks."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tooliscode import Limits, Session
+
+SESSIONS = 200
+CELLS = 50
+
+
+def lookup(key: str, n: int) -> dict:
+    """A small tool result."""
+    return {"key": key, "n": n, "items": list(range(n % 7))}
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _threads() -> int:
+    return threading.active_count()
+
+
+def _drive(index: int, session: Session) -> None:
+    me = f"s{index}"
+    r = session.run(f"mine = {me!r}\nopen('owner.txt', 'w').write({me!r})\ntotal = 0")
+    assert r.ok, r.error
+    for cell in range(CELLS - 2):
+        r = session.run(f"total += lookup(key=mine, n={cell})['n']\nassert mine == {me!r}")
+        assert r.ok, r.error
+    r = session.run("(mine, open('owner.txt').read(), total)")
+    assert r.value == f"({me!r}, {me!r}, {sum(range(CELLS - 2))})", r.value
+
+
+def _round() -> float:
+    sessions = [Session([lookup], limits=Limits(timeout_s=30)) for _ in range(SESSIONS)]
+    start = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(_drive, range(SESSIONS), sessions))
+        # no leakage: nobody sees another session's variable or file
+        for s in sessions[:10]:
+            assert s.run("[k for k in globals() if k.startswith('s') and k[1:].isdigit()]").value == "[]"
+        assert len({s.workdir for s in sessions}) == SESSIONS
+        return time.perf_counter() - start
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def _settle(threads_before: int) -> None:
+    deadline = time.monotonic() + 20
+    while _threads() > threads_before + 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    gc.collect()
+
+
+def test_two_hundred_sessions_fifty_cells_each_leave_nothing_behind():
+    threads0, fds0 = _threads(), _fds()
+    first = _round()  # also warms caches, the pool and the allocator
+    _settle(threads0)
+    rss1, threads1, fds1 = _rss_mb(), _threads(), _fds()
+    second = _round()
+    _settle(threads0)
+    rss2, threads2, fds2 = _rss_mb(), _threads(), _fds()
+    cells = SESSIONS * CELLS
+    print(f"\nsoak: {SESSIONS} sessions x {CELLS} cells with tool calls, twice: "
+          f"{first:.1f} s then {second:.1f} s ({cells / second:.0f} cells/s); "
+          f"RSS {rss1:.0f} -> {rss2:.0f} MB; threads {threads0} -> {threads1} -> {threads2}; "
+          f"fds {fds0} -> {fds1} -> {fds2}")
+    assert threads2 <= threads1 + 1 and threads2 <= threads0 + 6
+    assert fds2 <= fds1 + 2
+    assert rss2 <= rss1 * 1.15 + 64, "memory grew from one round to the next"
