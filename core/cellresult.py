@@ -34,6 +34,12 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
+def _described(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: v[:200] for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str:
     info = report if isinstance(report, dict) else {}
     text = _str(info.get("text")) + command.raw_text(name)
@@ -74,6 +80,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
         restarted=lost is not None, lost_names=lost or (),
         names=_names(report.get("names")), new_names=_names(report.get("new_names")),
+        described=_described(report.get("described")),
         truncated=" ".join(n for n in notices if "cut" in n) or None,
         files_written=tuple(changed(cell.before, snapshot(workdir))),
         final=report.get("final"), has_final=report.get("has_final") is True,

@@ -83,8 +83,11 @@ def _defined(result: CellResult, reprs: Mapping[str, str] | None) -> str:
 def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
     """What the model reads after a cell: notices, output, value, error, files. Never empty.
 
-    `reprs` maps names the cell defined to short descriptions, shown when nothing was printed.
+    `reprs` maps names the cell defined to short descriptions, shown when nothing was printed;
+    by default the ones the guest made (`result.described`).
     """
+    if reprs is None:
+        reprs = result.described
     parts: list[str] = []
     for notice in result.notices:
         if not (result.error and notice in result.error):

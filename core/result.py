@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = ["CellResult", "ToolCallRecord"]
 
@@ -45,6 +45,9 @@ class CellResult:
     """Global names the session holds after this cell."""
     new_names: tuple[str, ...] = ()
     """Global names this cell defined or rebound."""
+    described: Mapping[str, str] = field(default_factory=dict)
+    """For a cell that showed nothing: short descriptions of the names it defined
+    (`"list of 5,000 items, the first a dict"`), made without running any user code."""
     truncated: str | None = None
     """A notice when output was cut, naming the file in the session folder with all of it."""
     files_written: tuple[str, ...] = ()

@@ -30,7 +30,6 @@ from .codetool import (
     instructions,
     render,
 )
-from .describe import adescribe_names, describe_names
 from .errors import SessionClosed
 from .items import Api, CodeCall, parse_call
 from .limits import Limits
@@ -182,15 +181,13 @@ class ToolIsCode:
             with conversation.lock:
                 conversation.ids.start(call.call_id)
                 result = conversation.session.run(call.code)
-                reprs = (describe_names(conversation.session, result)
-                         if self.describe_names else None)
         except SessionClosed:
             raise
         except Exception as exc:  # noqa: BLE001 - the caller's loop must go on
             return self._failed(call, exc)
         finally:
             self._sessions.release(key)
-        return self._answer(call, result, notice, reprs)
+        return self._answer(call, result, notice, None if self.describe_names else {})
 
     async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
         """`tool_call` for async code: async tools and callbacks run on the running loop."""
@@ -205,8 +202,6 @@ class ToolIsCode:
             try:
                 conversation.ids.start(call.call_id)
                 result = await conversation.session.arun(call.code)
-                reprs = (await adescribe_names(conversation.session, result)
-                         if self.describe_names else None)
             finally:
                 lock.release()
         except SessionClosed:
@@ -215,7 +210,7 @@ class ToolIsCode:
             return self._failed(call, exc)
         finally:
             self._sessions.release(key)
-        return self._answer(call, result, notice, reprs)
+        return self._answer(call, result, notice, None if self.describe_names else {})
 
     @staticmethod
     def _answer(call: CodeCall, result: CellResult, notice: str | None,

@@ -12,8 +12,8 @@ from importlib import resources
 __all__ = ["GUEST_MODULES", "guest_sources"]
 
 GUEST_PACKAGE = "tooliscode_guest"
-GUEST_MODULES = ("convert", "channel", "aio", "capture", "validate", "tools", "discovery", "cells",
-                 "main")
+GUEST_MODULES = ("convert", "channel", "aio", "capture", "validate", "tools", "discovery",
+                 "describe", "cells", "main")
 """In load order: each may import only the ones before it."""
 
 

@@ -8,6 +8,7 @@ import sys
 
 from .capture import Capture
 from .convert import to_json_value
+from .describe import describe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ _POP_TOP = opcode.opmap.get("POP_TOP")
 _RETURN_CONST = opcode.opmap.get("RETURN_CONST")
 _LITERAL_START = tuple("'\"0123456789-+[({.") + ("None", "True", "False")
 _MAX_NAMES = 300
+_DESCRIBED = 30
 
 
 class FinalAnswer(BaseException):
@@ -242,4 +244,7 @@ class CellRunner:
 
         result["names"] = self.user_names()
         result["new_names"] = [k for k in result["names"] if before.get(k) != id(self.ns.get(k))]
+        silent = result["ok"] and not result["stdout"]["text"] and "value" not in result
+        if silent and not result.get("has_final"):
+            result["described"] = {k: describe(self.ns[k]) for k in result["new_names"][:_DESCRIBED]}
         return result
