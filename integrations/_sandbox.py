@@ -18,9 +18,9 @@ from typing import Any
 
 from tooliscode import CellResult, Limits, Session, SessionClosed, Tool, ToolRegistry
 from tooliscode.codetool import render
-from tooliscode.describe import adescribe_names, describe_names
+from tooliscode.sessions import KeyedSessions
 
-__all__ = ["Sandbox", "ToolFactory"]
+__all__ = ["Sandbox", "Sandboxes", "ToolFactory"]
 
 log = logging.getLogger("tooliscode")
 
@@ -38,7 +38,7 @@ class Sandbox:
     limits: Limits | None = None
     workdir: Path | None = None
     describe: bool = True
-    """Describe the names a silent cell defined, as `ToolIsCode` does."""
+    """Show what the names a silent cell defined hold, as `ToolIsCode` does."""
     context: Any = None
     """What the running cell's tool calls need; `None` between cells."""
     session: Session | None = None
@@ -62,10 +62,9 @@ class Sandbox:
             try:
                 session = self._session()
                 result = session.run(code)
-                reprs = describe_names(session, result) if self.describe else None
             finally:
                 self.context = None
-        return result, _text(result, reprs, notice)
+        return result, self._text(result, notice)
 
     async def arun(self, code: str, context: Any, tools_key: Hashable,
                    tools: ToolFactory) -> tuple[CellResult, str]:
@@ -78,19 +77,28 @@ class Sandbox:
             try:
                 session = self._session()
                 result = await session.arun(code)
-                reprs = await adescribe_names(session, result) if self.describe else None
             finally:
                 self.context = None
         finally:
             self._lock.release()
-        return result, _text(result, reprs, notice)
+        return result, self._text(result, notice)
 
     def warm(self, tools_key: Hashable, tools: ToolFactory) -> None:
-        """Start the session on another thread if there is none yet, so that it is ready
-        by the time the model's first code arrives."""
+        """`start` on another thread if there is no session yet, so that it is ready by the
+        time the model's first code arrives."""
         if self.session is None and not self._closed and not self._starting.locked():
-            threading.Thread(target=self._warm, args=(tools_key, tools),
-                             name="tooliscode-warm", daemon=True).start()
+            threading.Thread(target=self.start, args=(tools_key, tools),
+                             name="tooliscode-warm").start()
+
+    def start(self, tools_key: Hashable, tools: ToolFactory) -> None:
+        """Start the session now if there is none (a failure is logged: the first cell
+        tries again and reports it)."""
+        with self._starting:
+            if self.session is None and not self._closed:
+                try:
+                    self._start(tools_key, tools)
+                except Exception:  # noqa: BLE001
+                    log.exception("tooliscode: starting a sandbox ahead of time failed")
 
     def close(self) -> None:
         with self._starting:
@@ -99,6 +107,10 @@ class Sandbox:
         if session is not None:
             session.close()
 
+    def _text(self, result: CellResult, notice: str | None) -> str:
+        text = render(result, None if self.describe else {})
+        return f"[note] {notice}\n{text}" if notice else text
+
     def _session(self) -> Session:
         if self.session is None:
             raise SessionClosed("this conversation's sandbox is closed")
@@ -106,14 +118,6 @@ class Sandbox:
 
     def _ready(self, tools_key: Hashable) -> bool:
         return self.session is not None and tools_key == self._tools_key
-
-    def _warm(self, tools_key: Hashable, tools: ToolFactory) -> None:
-        with self._starting:
-            if self.session is None and not self._closed:
-                try:
-                    self._start(tools_key, tools)
-                except Exception:  # noqa: BLE001 - the cell that needs it will start it and say why
-                    log.exception("tooliscode: starting a sandbox ahead of time failed")
 
     def _prepare(self, tools_key: Hashable, tools: ToolFactory) -> str | None:
         with self._starting:
@@ -132,9 +136,73 @@ class Sandbox:
         self._tools_key = tools_key
 
 
-def _text(result: CellResult, reprs: dict[str, str] | None, notice: str | None) -> str:
-    text = render(result, reprs)
-    return f"[note] {notice}\n{text}" if notice else text
+@dataclass
+class Sandboxes:
+    """Where a code tool's runs get their sandbox.
+
+    Per run (`take` / `finish`): a fresh sandbox each run, closed on another thread when the
+    run ends; a started spare is then made for the next run, so runs rarely wait for an
+    interpreter to start and never share one. Per conversation (`acquire` / `release`): one
+    per key, kept across runs; idle ones are closed after `idle_s`.
+    """
+
+    limits: Limits | None = None
+    describe: bool = True
+    idle_s: float | None = 1800.0
+    keep_spare: bool = True
+    _spare: Sandbox | None = None
+    _conversations: KeyedSessions[Sandbox] | None = None
+    _closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def new(self) -> Sandbox:
+        return Sandbox(limits=self.limits, describe=self.describe)
+
+    def take(self) -> Sandbox:
+        """A sandbox for one run: the spare if there is one."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        return spare if spare is not None else self.new()
+
+    def finish(self, sandbox: Sandbox, tools_key: Hashable = None,
+               tools: ToolFactory | None = None) -> None:
+        """A run ended: close its sandbox and (given its tools) start the next run's spare,
+        both on another thread."""
+        threading.Thread(target=self._finish, args=(sandbox, tools_key, tools),
+                         name="tooliscode-finish").start()
+
+    def acquire(self, key: Hashable) -> tuple[Sandbox, str | None]:
+        """The conversation's sandbox, kept busy until `release(key)`; and a notice if an
+        earlier one of this key was closed."""
+        with self._lock:
+            if self._conversations is None:
+                self._conversations = KeyedSessions(lambda _key: self.new(), idle_s=self.idle_s)
+        return self._conversations.acquire(key)
+
+    def release(self, key: Hashable) -> None:
+        if self._conversations is not None:
+            self._conversations.release(key)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.close()
+        if self._conversations is not None:
+            self._conversations.close()
+
+    def _finish(self, sandbox: Sandbox, tools_key: Hashable, tools: ToolFactory | None) -> None:
+        sandbox.close()
+        if not self.keep_spare or tools is None or self._spare is not None or self._closed:
+            return
+        spare = self.new()
+        spare.start(tools_key, tools)
+        with self._lock:
+            if self._spare is None and not self._closed:
+                self._spare, spare = spare, None
+        if spare is not None:
+            spare.close()
 
 
 async def _acquire(lock: threading.Lock) -> None:

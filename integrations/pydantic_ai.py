@@ -22,7 +22,6 @@ import contextvars
 import dataclasses
 import functools
 import json
-import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -42,10 +41,9 @@ from tooliscode.codetool import (
     code_tool_description,
     instructions,
 )
-from tooliscode.sessions import KeyedSessions
 from typing_extensions import TypedDict
 
-from ._sandbox import Sandbox
+from ._sandbox import Sandbox, Sandboxes, ToolFactory
 
 __all__ = ["CodeMode", "CodeModeToolset", "Scope"]
 
@@ -116,6 +114,7 @@ class _RunState:
     conversation: Hashable = None
     notice: str | None = None
     tools_key: Hashable = None
+    tools: ToolFactory | None = None
     instructions: str | None = None
     description: str = ""
 
@@ -156,18 +155,19 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
     prestart: bool = True
-    """Start the run's interpreter when its tools are first listed, while the model thinks,
-    rather than when the first code arrives (run scope)."""
-    sandboxes: KeyedSessions[Sandbox] | None = field(default=None, kw_only=True, repr=False)
-    """Conversation sandboxes; shared by the per-run copies (and by `CodeMode` across runs)."""
+    """Have the run's interpreter started before its first code arrives (run scope): a spare
+    made when the previous run ended, or one started when the tools are first listed."""
+    sandboxes: Sandboxes | None = field(default=None, kw_only=True, repr=False)
+    """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs)."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
-        if self.sandboxes is None and self.scope == "conversation":
-            self.sandboxes = KeyedSessions(lambda _key: self._new_sandbox(),
-                                           idle_s=self.idle_timeout_s)
+        if self.sandboxes is None:
+            self.sandboxes = Sandboxes(limits=self.limits, describe=self.describe_names,
+                                       idle_s=self.idle_timeout_s,
+                                       keep_spare=self.prestart and self.scope == "run")
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -191,31 +191,31 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             self._end_run(wait=False)
 
     def close(self) -> None:
-        """Close every interpreter this toolset keeps (conversation scope)."""
+        """Close every interpreter this toolset keeps (conversations, the spare)."""
         self._end_run(wait=True)
-        if self.sandboxes is not None:
-            self.sandboxes.close()
+        self._sandboxes.close()
+
+    @property
+    def _sandboxes(self) -> Sandboxes:
+        assert self.sandboxes is not None
+        return self.sandboxes
 
     def _end_run(self, wait: bool) -> None:
-        """Give back the run's interpreter; a run-scoped one is closed off the loop, since
-        stopping a guest takes tens of milliseconds nobody needs to wait for."""
+        """Give back the run's interpreter. A run's own one is closed (and the next run's
+        spare started) on another thread: nobody needs to wait for that."""
         state, self._run = self._run, None
         if state is None or state.sandbox is None:
             return
-        if self.scope == "conversation" and self.sandboxes is not None:
-            self.sandboxes.release(state.conversation)
+        if self.scope == "conversation":
+            self._sandboxes.release(state.conversation)
         elif wait:
             state.sandbox.close()
         else:
-            threading.Thread(target=state.sandbox.close, name="tooliscode-close",
-                             daemon=True).start()
-
-    def _new_sandbox(self) -> Sandbox:
-        return Sandbox(limits=self.limits, describe=self.describe_names)
+            self._sandboxes.finish(state.sandbox, state.tools_key, state.tools)
 
     def _own_sandbox(self, state: _RunState) -> Sandbox:
         if state.sandbox is None:
-            state.sandbox = self._new_sandbox()
+            state.sandbox = self._sandboxes.take()
         return state.sandbox
 
     def _state(self) -> _RunState:
@@ -226,12 +226,12 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     async def _sandbox(self, ctx: RunContext[AgentDepsT]) -> tuple[Sandbox, str | None]:
         state = self._state()
         if state.sandbox is None:
-            if self.scope == "run" or self.sandboxes is None:
+            if self.scope == "run":
                 self._own_sandbox(state)
             else:
                 state.conversation = ctx.conversation_id
                 state.sandbox, state.notice = await asyncio.to_thread(
-                    self.sandboxes.acquire, ctx.conversation_id)
+                    self._sandboxes.acquire, ctx.conversation_id)
         notice, state.notice = state.notice, None
         return state.sandbox, notice
 
@@ -251,9 +251,9 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
                 raise UserError(f"code mode cannot take these tools: {exc}") from exc
             state.instructions = instructions(registry)
             state.description = code_tool_description(registry)
-            state.tools_key = key
+            state.tools_key, state.tools = key, functools.partial(_tools, inner)
         if self.prestart and self.scope == "run":
-            self._own_sandbox(state).warm(key, functools.partial(_tools, inner))
+            self._own_sandbox(state).warm(key, state.tools)
         code_def = ToolDefinition(
             name=CODE_TOOL_NAME, description=state.description,
             parameters_json_schema=CODE_TOOL_SCHEMA, sequential=True,
@@ -297,8 +297,8 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
 class CodeMode(AbstractCapability[AgentDepsT]):
     """`Agent(capabilities=[CodeMode()])`: the agent's tools become code, run in a sandbox.
 
-    One capability instance keeps the conversation sandboxes (`scope="conversation"`) across
-    the agent's runs; `close()` ends them.
+    One capability instance keeps what outlives a run (the conversations' interpreters with
+    `scope="conversation"`, the next run's spare) across the agent's runs; `close()` ends them.
     """
 
     limits: Limits | None = None
@@ -307,7 +307,7 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
     prestart: bool = True
-    _sandboxes: KeyedSessions[Sandbox] | None = field(default=None, init=False, repr=False)
+    _sandboxes: Sandboxes | None = field(default=None, init=False, repr=False)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
@@ -319,6 +319,6 @@ class CodeMode(AbstractCapability[AgentDepsT]):
         return wrapper
 
     def close(self) -> None:
-        """Close the conversation interpreters kept across runs."""
+        """Close the interpreters kept across runs (conversations, the spare)."""
         if self._sandboxes is not None:
             self._sandboxes.close()

@@ -64,7 +64,10 @@ async def measure(make_agent: Callable[[FunctionModel], Any], tool: str, runs: i
     """`print(1)` run time, and the time per tool call: (a run making `calls` calls minus a
     run making none) / `calls`."""
     print1, seen = await median_run_s(make_agent, tool, "print(1)", runs, pause_s)
-    with_calls, _ = await median_run_s(make_agent, tool, loop_code(calls, prefix), runs, pause_s)
-    without, _ = await median_run_s(make_agent, tool, loop_code(0, prefix), runs, pause_s)
-    return {"print1_s": print1, "print1_output": str(seen),
-            "per_call_s": max(0.0, with_calls - without) / calls}
+    found = {"print1_s": print1, "print1_output": str(seen)}
+    if calls:
+        with_calls, _ = await median_run_s(make_agent, tool, loop_code(calls, prefix), runs,
+                                           pause_s)
+        without, _ = await median_run_s(make_agent, tool, loop_code(0, prefix), runs, pause_s)
+        found["per_call_s"] = max(0.0, with_calls - without) / calls
+    return found
