@@ -105,4 +105,5 @@ def llm_tool(llm: LLM) -> Tool:
                             "required": ["prompt"],
                             "properties": {"prompt": {"type": "string",
                                                       "description": "The whole request."}}},
-                output_schema={"type": "string"})
+                output_schema={"type": "string"},
+                metadata={"hidden": True})  # told about in the instructions, not the catalog

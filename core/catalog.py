@@ -38,7 +38,7 @@ class _Group:
 
 def catalog(registry: ToolRegistry, budget_chars: int = 6_000) -> str:
     """The tools as the model should first see them, in at most `budget_chars` characters."""
-    tools = list(registry)
+    tools = [t for t in registry if not t.metadata.get("hidden")]
     if not tools:
         return "(no tools)"
     groups = _by_namespace(tools)

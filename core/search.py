@@ -57,6 +57,8 @@ class SearchIndex:
     def __init__(self, tools: Iterable[Tool]):
         self._entries = []
         for tool in tools:
+            if tool.metadata.get("hidden"):
+                continue
             props = tool.parameters.get("properties") or {}
             name = words(tool.qualified_name)
             desc = words(tool.description)

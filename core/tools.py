@@ -68,6 +68,7 @@ class Tool:
     python_name: str = ""
     """The identifier the guest uses; derived from `name` when empty (see `global_name`)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form; `{"hidden": True}` keeps a tool callable but out of the catalog and search."""
     validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Checks and coerces arguments on the host before `function` runs."""
 
