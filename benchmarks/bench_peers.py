@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
 from _util import machine, table  # noqa: E402
 from agent_runs import OneCall, get_order, measure  # noqa: E402
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager  # noqa: E402
+from langchain_core.runnables.config import patch_config  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 from pydantic_ai import Agent, RunContext  # noqa: E402
 from pydantic_ai.messages import ToolCallPart  # noqa: E402
-from pydantic_ai.models.test import TestModel  # noqa: E402
 from pydantic_ai.tool_manager import ToolManager  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-from pydantic_ai.usage import RunUsage  # noqa: E402
 from tooliscode import Session  # noqa: E402
 from tooliscode.integrations.langchain import as_langchain_tool  # noqa: E402
 from tooliscode.integrations.pydantic_ai import CodeModeToolset  # noqa: E402
@@ -120,18 +120,27 @@ def pydantic_ai_probe(fn: Callable[..., Any], code: str) -> Probe:
     return probe
 
 
-async def pydantic_ai_dispatch_probe(fn: Callable[..., Any], n: int) -> Probe:
-    """PydanticAI's own cost to validate and call a tool (`ToolManager.handle_call`)."""
-    toolset = FunctionToolset([fn])
-    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
-    manager = ToolManager(toolset=toolset, ctx=ctx, tools=await toolset.get_tools(ctx))
+def pydantic_ai_dispatch_probe(fn: Callable[..., Any], n: int) -> Probe:
+    """PydanticAI's own cost to validate and call a tool inside a run: a `ToolManager` with
+    the run's capabilities (hooks), driven from a plain tool of an agent run, no sandbox."""
+    inner = FunctionToolset([fn])
+    timed: list[float] = []
 
-    async def probe() -> float:
+    async def run_python(ctx: RunContext[None], code: str) -> str:
+        manager = ToolManager(toolset=inner, ctx=ctx, tools=await inner.get_tools(ctx),
+                              root_capability=ctx.tool_manager.root_capability)
         start = time.perf_counter()
         for i in range(n):
             await manager.handle_call(ToolCallPart(fn.__name__, {"order_id": i}),
                                       wrap_validation_errors=False)
-        return (time.perf_counter() - start) / n
+        timed.append((time.perf_counter() - start) / n)
+        return "done"
+
+    agent = Agent(OneCall("run_python", "").model, toolsets=[FunctionToolset([run_python])])
+
+    async def probe() -> float:
+        await agent.run("go")
+        return timed[-1]
     return probe
 
 
@@ -144,19 +153,22 @@ def langchain_probe(tool: Any, code: str, kind: str) -> Probe:
 
 
 def langchain_dispatch_probe(tool: Any, n: int, kind: str) -> Probe:
-    """LangChain's own cost to call a tool (`invoke` / `ainvoke`)."""
+    """LangChain's own cost to call a tool (`invoke` / `ainvoke`) with a child callback
+    manager in its config, as the adapter calls it, no sandbox."""
     def sync_loop() -> float:
+        config = patch_config(None, callbacks=CallbackManager(handlers=[]))
         start = time.perf_counter()
         for i in range(n):
-            tool.invoke({"order_id": i})
+            tool.invoke({"order_id": i}, config)
         return (time.perf_counter() - start) / n
 
     async def probe() -> float:
         if kind == "sync":
             return await asyncio.to_thread(sync_loop)
+        config = patch_config(None, callbacks=AsyncCallbackManager(handlers=[]))
         start = time.perf_counter()
         for i in range(n):
-            await tool.ainvoke({"order_id": i})
+            await tool.ainvoke({"order_id": i}, config)
         return (time.perf_counter() - start) / n
     return probe
 
@@ -173,7 +185,7 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             stack.callback(code_tool.close)
             probes["sandbox", kind] = session_probe(stack.enter_context(Session([fn])), code, kind)
             probes["PydanticAI", kind] = pydantic_ai_probe(fn, code)
-            probes["PydanticAI dispatch", kind] = await pydantic_ai_dispatch_probe(fn, n)
+            probes["PydanticAI dispatch", kind] = pydantic_ai_dispatch_probe(fn, n)
             probes["LangChain", kind] = langchain_probe(code_tool, code, kind)
             probes["LangChain dispatch", kind] = langchain_dispatch_probe(lc_tool, n, kind)
         samples: dict[tuple[str, str], list[float]] = {key: [] for key in probes}

@@ -9,6 +9,7 @@ for the length of one cell, under a lock that makes "set the context, run the ce
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -44,6 +45,8 @@ class Sandbox:
     session: Session | None = None
     _tools_key: Hashable = None
     _closed: bool = False
+    _used: bool = False
+    """A cell has run in the current session (so replacing it loses something)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Held while a cell runs (with `context` set)."""
     _starting: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -58,7 +61,7 @@ class Sandbox:
         """
         with self._lock:
             notice = self._prepare(tools_key, tools)
-            self.context = context
+            self.context, self._used = context, True
             try:
                 session = self._session()
                 result = session.run(code)
@@ -73,7 +76,7 @@ class Sandbox:
         try:
             notice = (None if self._ready(tools_key)
                       else await asyncio.to_thread(self._prepare, tools_key, tools))
-            self.context = context
+            self.context, self._used = context, True
             try:
                 session = self._session()
                 result = await session.arun(code)
@@ -87,8 +90,7 @@ class Sandbox:
         """`start` on another thread if there is no session yet, so that it is ready by the
         time the model's first code arrives."""
         if self.session is None and not self._closed and not self._starting.locked():
-            threading.Thread(target=self.start, args=(tools_key, tools),
-                             name="tooliscode-warm").start()
+            _submit(self.start, tools_key, tools)
 
     def start(self, tools_key: Hashable, tools: ToolFactory) -> None:
         """Start the session now if there is none (a failure is logged: the first cell
@@ -129,7 +131,8 @@ class Sandbox:
             if replaced is not None:
                 replaced.close()
             self._start(tools_key, tools)
-            return _REPLACED if replaced is not None else None
+            used, self._used = self._used, False
+            return _REPLACED if replaced is not None and used else None
 
     def _start(self, tools_key: Hashable, tools: ToolFactory) -> None:
         self.session = Session(ToolRegistry(tools(self)), limits=self.limits, workdir=self.workdir)
@@ -168,8 +171,7 @@ class Sandboxes:
                tools: ToolFactory | None = None) -> None:
         """A run ended: close its sandbox and (given its tools) start the next run's spare,
         both on another thread."""
-        threading.Thread(target=self._finish, args=(sandbox, tools_key, tools),
-                         name="tooliscode-finish").start()
+        _submit(self._finish, sandbox, tools_key, tools)
 
     def acquire(self, key: Hashable) -> tuple[Sandbox, str | None]:
         """The conversation's sandbox, kept busy until `release(key)`; and a notice if an
@@ -203,6 +205,28 @@ class Sandboxes:
                 self._spare, spare = spare, None
         if spare is not None:
             spare.close()
+
+
+_executor: cf.ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _background() -> cf.ThreadPoolExecutor:
+    """Threads for starting and closing sandboxes off the caller's path (joined at exit,
+    before the sessions are torn down)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = cf.ThreadPoolExecutor(4, thread_name_prefix="tooliscode-sandbox")
+        return _executor
+
+
+def _submit(fn: Callable[..., Any], *args: Any) -> None:
+    """Run `fn` in the background; inline once the interpreter is shutting down."""
+    try:
+        _background().submit(fn, *args)
+    except RuntimeError:  # cannot schedule new futures after interpreter shutdown
+        fn(*args)
 
 
 async def _acquire(lock: threading.Lock) -> None:

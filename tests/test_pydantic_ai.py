@@ -241,3 +241,24 @@ async def test_over_an_mcp_server() -> None:
                             "dict True"), part.content
     assert [t.name for t in script.infos[0].function_tools] == ["run_python"]
     assert "def get_current_time(timezone: str)" in (script.infos[0].instructions or "")
+
+
+async def test_tools_that_change_between_steps() -> None:
+    """A guest's tools are fixed when it starts: when the wrapped tools change, a new
+    interpreter takes over, and the model is told its variables are gone."""
+    toolset = make_toolset()
+    hidden = {"refund"}
+    code_mode = CodeModeToolset(toolset.filtered(lambda ctx, d: d.name not in hidden))
+
+    def hide_weekday(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        hidden.add("weekday")  # takes effect when the next step lists the tools
+        return script(messages, info)
+
+    script = Script("x = 1\nprint('refund' in globals(), 'weekday' in globals())", "print(x)")
+    agent = Agent(FunctionModel(hide_weekday), deps_type=Deps, toolsets=[code_mode])
+    result = await agent.run("go", deps=Deps(region="eu"))
+    first, second = tool_returns(result.all_messages())
+    assert first.content == "False True"
+    assert second.outcome == "retried" and "The tools changed" in second.content
+    assert "NameError" in second.content
+    assert "weekday" not in (script.infos[-1].instructions or "")
