@@ -63,7 +63,9 @@ def restart_notice(lost: tuple[str, ...]) -> str:
 
 
 def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
-                 workdir: Path) -> CellResult:
+                 workdir: Path, names: tuple[str, ...] = ()) -> CellResult:
+    """`names` are the guest's names before the cell: the report has "names" only when they
+    changed."""
     cell: Cell = command.context
     report = report if isinstance(report, dict) else {}
     notices: list[str] = list(command.notices)
@@ -79,7 +81,8 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         error_type=None if ok else (_str(report.get("error_type")) or None),
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
         restarted=lost is not None, lost_names=lost or (),
-        names=_names(report.get("names")), new_names=_names(report.get("new_names")),
+        names=_names(report["names"]) if "names" in report else names,
+        new_names=_names(report.get("new_names")),
         described=_described(report.get("described")),
         truncated=" ".join(n for n in notices if "cut" in n) or None,
         files_written=tuple(changed(cell.before, snapshot(workdir))),

@@ -167,7 +167,12 @@ class Session:
 
     def _setup_message(self) -> dict[str, Any]:
         if self._setup is None:
-            self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry]}
+            limits = {"output_chars": self.limits.output_chars,
+                      "value_chars": self.limits.value_chars,
+                      "spill_bytes": self.limits.spill_bytes,
+                      "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output"}
+            self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
+                           "limits": limits}
         return self._setup
 
     def _attach(self, worker: Worker) -> None:
@@ -205,11 +210,8 @@ class Session:
         timeout = self.limits.timeout_s
         calls = CellCalls(self.registry, self.limits, loop,
                           None if timeout is None else time.monotonic() + timeout)
-        limits = {"output_chars": self.limits.output_chars, "value_chars": self.limits.value_chars,
-                  "spill_bytes": self.limits.spill_bytes,
-                  "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output"}
         cell = Cell(calls, snapshot(self.workdir), time.perf_counter())
-        return Command({"op": "cell", "code": code, "limits": limits}, timeout, cell)
+        return Command({"op": "cell", "code": code}, timeout, cell)
 
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s
@@ -276,7 +278,7 @@ class Session:
 
     def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
         lost, self._lost = self._lost, None
-        result = build_result(command, outcome, lost, self.workdir)
+        result = build_result(command, outcome, lost, self.workdir, self._names)
         self._names = result.names
         return result
 

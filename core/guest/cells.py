@@ -174,12 +174,22 @@ class CellRunner:
         self.baseline: set[str] = set()
         self.count = 0
         self._loop: Any = None
+        self._names: list[str] = []
+        self._output_chars: int | None = None
+        self._value_chars = 4000
+        self._spill_bytes = 0
+        self._spill_dir: str | None = None
 
-    def reset(self, helpers: dict[str, Any]) -> None:
+    def reset(self, helpers: dict[str, Any], limits: dict[str, Any]) -> None:
         self.ns.clear()
         self.ns.update({"__name__": "__main__", "__builtins__": builtins})
         self.ns.update(helpers)
         self.baseline = set(self.ns)
+        self._names = []
+        self._output_chars = limits.get("output_chars")
+        self._value_chars = limits.get("value_chars") or 4000
+        self._spill_bytes = limits.get("spill_bytes") or 0
+        self._spill_dir = limits.get("spill_dir")
 
     def user_names(self) -> list[str]:
         return sorted(k for k in self.ns.keys() - self.baseline
@@ -204,26 +214,29 @@ class CellRunner:
             exec(compiled, self.ns)
         return self.ns.pop(_VALUE, None)
 
-    def run(self, code: str, limits: dict[str, Any]) -> dict[str, Any]:
+    def _capture(self, stream: str) -> Capture:
+        spill = self._spill_dir
+        return Capture(stream, self._output_chars,
+                       f"{spill}/cell-{self.count}-{stream}.txt" if spill else None,
+                       self._spill_bytes)
+
+    def run(self, code: str) -> dict[str, Any]:
+        """Run one cell. The report leaves out what is empty or unchanged (the host keeps the
+        last list of names), to keep the common small cell cheap."""
         self.count += 1
         filename = f"<cell-{self.count}>"
         _sources[filename] = code
-        spill = limits.get("spill_dir")
-        out = Capture("stdout", limits.get("output_chars"),
-                      f"{spill}/cell-{self.count}-stdout.txt" if spill else None,
-                      limits.get("spill_bytes", 0))
-        err = Capture("stderr", limits.get("output_chars"),
-                      f"{spill}/cell-{self.count}-stderr.txt" if spill else None,
-                      limits.get("spill_bytes", 0))
-        before = {k: id(self.ns[k]) for k in self.ns.keys() - self.baseline}
-        result: dict[str, Any] = {"ok": True, "cell": self.count}
+        out, err = self._capture("stdout"), self._capture("stderr")
+        ns = self.ns
+        before = {k: id(ns[k]) for k in ns.keys() - self.baseline}
+        result: dict[str, Any] = {"ok": True}
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:
             value = self._execute(code, filename)
             if value is not None:
-                self.ns["_"] = value
-                result["value"] = _short_repr(value, limits.get("value_chars", 4000))
+                ns["_"] = value
+                result["value"] = _short_repr(value, self._value_chars)
         except FinalAnswer as fa:
             result["has_final"] = True
             result["final"] = to_json_value(fa.value)
@@ -239,12 +252,17 @@ class CellRunner:
             aio = sys.modules.get("tooliscode_guest.aio")
             if aio is not None:
                 aio.cancel_all()
-        result["stdout"] = out.result()
-        result["stderr"] = err.result()
-
-        result["names"] = self.user_names()
-        result["new_names"] = [k for k in result["names"] if before.get(k) != id(self.ns.get(k))]
-        silent = result["ok"] and not result["stdout"]["text"] and "value" not in result
-        if silent and not result.get("has_final"):
-            result["described"] = {k: describe(self.ns[k]) for k in result["new_names"][:_DESCRIBED]}
+        if out.total:
+            result["stdout"] = out.result()
+        if err.total:
+            result["stderr"] = err.result()
+        names = self.user_names()
+        if names != self._names:
+            result["names"] = self._names = names
+        new = [k for k in names if before.get(k) != id(ns.get(k))]
+        if new:
+            result["new_names"] = new
+            if result["ok"] and not out.total and "value" not in result \
+                    and not result.get("has_final"):
+                result["described"] = {k: describe(ns[k]) for k in new[:_DESCRIBED]}
         return result

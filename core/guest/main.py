@@ -54,13 +54,13 @@ class Guest:
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "cell":
-            result = self.runner.run(str(msg.get("code", "")), msg.get("limits") or {})
+            result = self.runner.run(str(msg.get("code", "")))
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
             return result
         if op == "setup":
             self.setup_msg = msg
-            self.runner.reset(self.helpers())
+            self.runner.reset(self.helpers(), msg.get("limits") or {})
             sdk = msg.get("sdk")
             if sdk:
                 exec(compile(sdk, "<tooliscode>/sdk.py", "exec"), self.runner.ns)
