@@ -209,7 +209,7 @@ async def main() -> None:
     parser.add_argument("--pause", type=float, default=1.0,
                         help="seconds between agent runs (a model's reply takes about this long)")
     parser.add_argument("--calls", type=int, default=200, help="tool calls per timed loop")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds of the per-call probes")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of the per-call probes")
     parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
     args = parser.parse_args()
     print(f"machine: {machine()}")
