@@ -92,10 +92,34 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def snapshot(root: Path, limit: int = 5_000) -> Snapshot:
-    return {f.path: (f.size, f.mtime_ns) for f in list_files(root, limit)
-            if not f.path.startswith(INTERNAL_DIR + "/")}
+    """(size, mtime) of every file, by path: taken before and after each cell, so it skips
+    sorting and the internal folder, and stops at `limit` entries."""
+    found: Snapshot = {}
+    stack = [(str(root), "")]
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    path = f"{rel}{entry.name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        if path != INTERNAL_DIR:
+                            stack.append((entry.path, path + "/"))
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    found[path] = (st.st_size, st.st_mtime_ns)
+                    if len(found) >= limit:
+                        return found
+        except OSError:
+            continue
+    return found
 
 
 def changed(before: Snapshot, after: Snapshot) -> list[str]:
     """Paths created or modified between two snapshots."""
+    if after == before:
+        return []
     return sorted(p for p, sig in after.items() if before.get(p) != sig)

@@ -57,10 +57,7 @@ def _running_loop() -> Any:
     asyncio = sys.modules.get("asyncio")  # not imported yet means no loop can be running
     if asyncio is None:
         return None
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+    return asyncio._get_running_loop()  # None when there is none; no exception to pay for
 
 
 def _make_future_class() -> type:
