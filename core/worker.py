@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .bytecode import guest_code
 from .guest import guest_sources
 from .limits import Limits
 from .runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
@@ -46,9 +47,17 @@ class _GuestFinder:
     def create_module(self, spec):
         return None
 
+    try:
+        code = marshal.loads(_boot["code"]) if _boot.get("code") else {}
+    except Exception:  # a damaged cache: compile from the sources instead
+        code = {}
+
     def exec_module(self, module):
-        source = self.sources.get(module.__name__, "")
-        exec(compile(source, module.__spec__.origin, "exec"), module.__dict__)
+        try:
+            code = marshal.loads(self.code[module.__name__])
+        except Exception:
+            code = compile(self.sources.get(module.__name__, ""), module.__spec__.origin, "exec")
+        exec(code, module.__dict__)
 
 sys.meta_path.insert(0, _GuestFinder())
 import tooliscode_guest.main
@@ -104,6 +113,7 @@ class Worker:
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries)
+        self._code = guest_code(runtime)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
@@ -217,7 +227,7 @@ class Worker:
         if op in ("ready", "done"):
             return self._next(msg.get("result") if op == "done" else None)
         if op == "boot":
-            return {"modules": guest_sources(), "cwd": GUEST_DIR}
+            return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR}
         if self.ops is None:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
         return self.ops(op, msg, self._current)

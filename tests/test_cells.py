@@ -23,6 +23,25 @@ def test_value_is_repl_style(session):
     assert session.run("if True:\n    y = 3\ny").value == "3"
 
 
+def test_value_follows_the_last_top_level_expression_only(session):
+    session.run("x = 5")
+    cases = {"x": "5", "x + 1": "6", "(x\n + 1)": "6", "x  # note": "5", "a = 1; a": "1",
+             "[i for i in range(3)]": "[0, 1, 2]", "try:\n    1 / 0\nexcept Exception:\n    pass\nx": "5",
+             "def f():\n    return 1\nf()": "1", "if x:\n    x * 2": None,
+             "if not x:\n    pass\nelse:\n    x * 3": None, "for i in range(2):\n    i": None}
+    for code, expected in cases.items():
+        r = session.run(code)
+        assert r.ok and r.value == expected, (code, r.value, r.error)
+
+
+def test_a_plain_expression_cell_needs_no_ast_module(tmp_path):
+    from tooliscode import Session
+
+    with Session([], workdir=tmp_path) as s:  # a cold guest: nothing imported ahead
+        assert s.run("x = 1").ok and s.run("x + 1").value == "2"
+        assert s.run("import sys\n'ast' in sys.modules").value == "False"
+
+
 def test_long_value_is_cut(session):
     r = session.run("'a' * 100_000")
     assert r.ok and len(r.value) < 5_000 and "characters cut" in r.value

@@ -70,3 +70,17 @@ def test_a_corrupt_cache_entry_is_replaced(tmp_path):
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                            timeout=120)
     assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr
+
+
+def test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived(tmp_path):
+    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(tmp_path)}
+    code = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                   timeout=120)
+    (entry,) = tmp_path.glob("guest-*.marshal")
+    assert oct(entry.stat().st_mode & 0o777) == "0o600"
+    for damage in (b"garbage", entry.read_bytes()[:500]):
+        entry.write_bytes(damage)
+        again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                               text=True, timeout=120)
+        assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr

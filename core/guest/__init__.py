@@ -7,6 +7,7 @@ shared argument validator) as `tooliscode.guest`.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib import resources
 
 __all__ = ["GUEST_MODULES", "guest_sources"]
@@ -17,6 +18,7 @@ GUEST_MODULES = ("convert", "channel", "aio", "capture", "validate", "tools", "d
 """In load order: each may import only the ones before it."""
 
 
+@lru_cache(maxsize=1)
 def guest_sources() -> list[tuple[str, str]]:
     """(module name, source) pairs, in load order."""
     out = []

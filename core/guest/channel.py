@@ -7,9 +7,9 @@ than `json.loads` for large tool results.
 
 from __future__ import annotations
 
-import json
-import json.encoder
 import marshal
+
+import _json  # the C encoder alone: `json` would compile its decoder's regexes at start-up
 
 from .convert import to_json_value
 
@@ -29,19 +29,17 @@ def _default(obj: Any) -> Any:
     return to_json_value(obj)
 
 
-_encoder = json.JSONEncoder(default=_default, separators=(",", ":"))
-# One C encoder made once: `json.dumps` builds a new one per call, which costs more than the
-# encoding of a small request. No cycle markers: a cycle ends in RecursionError, handled below.
-_fast = json.encoder.c_make_encoder(
-    None, _default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True,
-) if json.encoder.c_make_encoder is not None else None
+# One C encoder made once (`json.dumps` builds a new one per call, which costs more than the
+# encoding of a small request). No cycle markers: a cycle ends in RecursionError, handled below.
+_encode = _json.make_encoder(None, _default, _json.encode_basestring_ascii, None, ":", ",",
+                             False, False, True)
 
 
 def encode(message: dict[str, Any]) -> bytes:
     try:
-        text = "".join(_fast(message, 0)) if _fast is not None else _encoder.encode(message)
+        text = "".join(_encode(message, 0))
     except (TypeError, ValueError, RecursionError):  # tuple keys, cycles: convert first
-        text = _encoder.encode(to_json_value(message))
+        text = "".join(_encode(to_json_value(message), 0))
     return text.encode("ascii")
 
 

@@ -8,7 +8,10 @@ and returns an awaitable, so `await asyncio.gather(a(), b())` runs a and b concu
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import channel
 

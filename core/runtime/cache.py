@@ -21,7 +21,7 @@ import wasmtime
 
 from .locate import WasmFile
 
-__all__ = ["cache_dir", "load_module"]
+__all__ = ["cache_dir", "load_module", "write_private"]
 
 log = logging.getLogger("tooliscode")
 ENV_CACHE = "TOOLISCODE_CACHE_DIR"
@@ -84,15 +84,16 @@ def load_module(engine: wasmtime.Engine, wasm: WasmFile, flags: str,
     module = wasmtime.Module.from_file(engine, str(wasm.path))
     log.info("tooliscode: compiled in %.1f s", time.perf_counter() - started)
     if cached is not None:
-        _store(cached, module.serialize())
+        write_private(cached, module.serialize())
     return module
 
 
-def _store(target: Path, data: bytes) -> None:
+def write_private(target: Path, data: bytes) -> None:
+    """Write `data` to `target` atomically, readable by this user only."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".cwasm")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)
     except OSError as exc:
-        log.warning("tooliscode: could not cache the compiled module: %s", exc)
+        log.warning("tooliscode: could not write %s to the cache: %s", target.name, exc)

@@ -368,6 +368,11 @@ class WasmtimeRuntime(Runtime):
     def transport_source(self) -> str:
         return _TRANSPORT
 
+    @property
+    def fingerprint(self) -> str:
+        """What guest-side caches (precompiled guest modules) are keyed by."""
+        return f"{self.name}:{self.wasm.sha256}"
+
     def instantiate(self, spec: GuestSpec) -> WasmtimeInstance:
         instance = WasmtimeInstance(self, spec)
         self._live.add(instance)
