@@ -239,22 +239,35 @@ class Session:
                 else self._state.worker
             assert worker is not None
             command = self._start(code, loop)
-            inner = asyncio.wrap_future(worker.submit(command))
+            # A plain wrapped future and a timer: `wait_for` and `shield` would each add a task
+            # and a future to every cell.
+            waiting = asyncio.wrap_future(worker.submit(command))
+            expired = False
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                waiting.cancel()
+
+            watchdog = self._watchdog()
+            timer = loop.call_later(watchdog, expire) if watchdog is not None else None
             try:
-                outcome = await asyncio.wait_for(asyncio.shield(inner), self._watchdog())
+                outcome = await waiting
             except asyncio.CancelledError:
-                inner.add_done_callback(_consume)  # it ends with the trap we are causing
+                if expired:
+                    return await asyncio.to_thread(self._abandon, worker, command, "timeout")
                 command.context.calls.cancel_all()
                 worker.stop("cancelled")
                 self._lost = self._names
                 self._state.worker = None
                 raise
-            except (asyncio.TimeoutError, cf.TimeoutError):
-                return self._abandon(worker, command, "timeout")
             except NotStarted:
                 continue
             except GuestTrap as trap:
                 return await asyncio.to_thread(self._trapped, command, trap)
+            finally:
+                if timer is not None:
+                    timer.cancel()
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 
@@ -281,11 +294,6 @@ class Session:
         result = build_result(command, outcome, lost, self.workdir, self._names)
         self._names = result.names
         return result
-
-
-def _consume(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 def _closed_ops(op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
