@@ -6,7 +6,16 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
+
+
+class Row(NamedTuple):
+    """One line of a benchmark table."""
+
+    figure: str
+    measured: str
+    target: str
+    verdict: str
 
 
 def median_s(fn: Callable[[], object], repeat: int, warmup: int = 3) -> float:
@@ -26,10 +35,25 @@ def rss_bytes() -> int:
 
 
 def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    """The CPU, core count, memory, Python and wasmtime this ran on."""
+    model = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem = 0.0
+    from importlib.metadata import version
+
+    return (f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB, Python "
+            f"{platform.python_version()}, wasmtime {version('wasmtime')}")
 
 
-def table(rows: list[tuple[str, str, str, str]]) -> str:
+def table(rows: list[tuple[str, str, str, str]] | list[Row]) -> str:
     head = ("figure", "measured", "target", "verdict")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(4)]
     line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731

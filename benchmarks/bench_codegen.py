@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from _util import machine, median_s, table
+from _util import Row, machine, median_s, table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -26,7 +26,7 @@ from tooliscode.tokens import TOKENIZER, count_tokens
 CATALOG_BUDGET_TOKENS = 1_500
 
 
-def main() -> None:
+def rows() -> list[Row]:
     rows = []
     tools = synthetic_tools(1_000)
     registry = ToolRegistry(tools)
@@ -66,8 +66,12 @@ def main() -> None:
     rows.append(("new session with 1,000 tools to first result (warm pool)",
                  f"{session * 1e3:.0f} ms", "-", "-"))
 
+    return [Row(*r) for r in rows]
+
+
+def main() -> None:
     print(f"machine: {machine()}\ntokens counted with: {TOKENIZER}\n")
-    print(table(rows))
+    print(table(rows()))
 
 
 def _level(text: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
-from _util import machine, table  # noqa: E402
+from _util import Row, machine, table  # noqa: E402
 from agent_runs import OneCall, get_order, measure  # noqa: E402
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager  # noqa: E402
 from langchain_core.runnables.config import patch_config  # noqa: E402
@@ -203,6 +203,59 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
+async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: int = 9,
+                peer: bool = True) -> list[Row]:
+    """The peer comparison and the adapters' per-call overhead, as table rows."""
+    rows: list[Row] = []
+
+    def ours_agent(model: Any) -> Agent:
+        return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
+
+    ours = await measure(ours_agent, "run_python", runs, pause, calls)
+    ours_busy = await measure(ours_agent, "run_python", runs, 0.0, 0)
+    assert ours["print1_output"] == "1", ours["print1_output"]
+    peer_result = peer_busy = None
+    if peer:
+        python, about = harness_python()
+        print(f"peer: {about}")
+        if python is not None:
+            peer_result = run_peer(python, {"runs": runs, "pause_s": pause, "calls": calls})
+            peer_busy = run_peer(python, {"runs": runs, "pause_s": 0.0, "calls": 0})
+    if peer_result is not None and peer_busy is not None:
+        ratio = peer_result["print1_s"] / ours["print1_s"]
+        rows.append(Row(f"PydanticAI run, print(1), {pause:g} s apart: ours / Monty",
+                        f"{ms(ours['print1_s'])} / {ms(peer_result['print1_s'])} = "
+                        f"{ratio:.1f}x faster", ">= 4x", "ok" if ratio >= 4 else "short"))
+        busy = peer_busy["print1_s"] / ours_busy["print1_s"]
+        rows.append(Row("PydanticAI run, print(1), back to back: ours / Monty",
+                        f"{ms(ours_busy['print1_s'])} / {ms(peer_busy['print1_s'])} = {busy:.1f}x",
+                        "-", "info"))
+        call_ratio = peer_result["per_call_s"] / max(ours["per_call_s"], 1e-9)
+        rows.append(Row("PydanticAI run, per tool call (run time / calls): ours / Monty",
+                        f"{ms(ours['per_call_s'])} / {ms(peer_result['per_call_s'])} = "
+                        f"{call_ratio:.1f}x faster", "-", "info"))
+    else:
+        rows.append(Row("PydanticAI run, print(1): ours", ms(ours["print1_s"]), "<= 8.75 ms",
+                        "ok" if ours["print1_s"] <= 0.00875 else "over"))
+
+    best = await per_call(calls, rounds)
+    for framework in ("PydanticAI", "LangChain"):
+        for kind in ("sync", "async"):
+            # PydanticAI calls every tool from its event loop, so its inner calls always take
+            # the sandbox's route to the loop (the async one); LangChain's sync tools run right
+            # on the sandbox's thread.
+            route = "async" if framework == "PydanticAI" else kind
+            total, alone = best[framework, kind], best["sandbox", route]
+            dispatch = best[f"{framework} dispatch", kind]
+            own = total - alone - dispatch
+            rows.append(Row(f"{framework} {kind} tool: one call from code, through the adapter",
+                            f"{ms(total)} = sandbox ({route} route) {ms(alone)} + {framework}'s "
+                            f"own dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"))
+            rows.append(Row(f"{framework} {kind} tool: the adapter's own overhead", ms(own),
+                            "<= 0.15 ms", "ok" if own <= 0.00015 else "over"))
+    return rows
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="agent runs per figure")
@@ -213,54 +266,7 @@ async def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    rows: list[tuple[str, str, str, str]] = []
-
-    def ours_agent(model: Any) -> Agent:
-        return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
-
-    ours = await measure(ours_agent, "run_python", args.runs, args.pause, args.calls)
-    ours_busy = await measure(ours_agent, "run_python", args.runs, 0.0, 0)
-    assert ours["print1_output"] == "1", ours["print1_output"]
-    peer = peer_busy = None
-    if not args.no_peer:
-        python, about = harness_python()
-        print(f"peer: {about}")
-        if python is not None:
-            peer = run_peer(python, {"runs": args.runs, "pause_s": args.pause,
-                                     "calls": args.calls})
-            peer_busy = run_peer(python, {"runs": args.runs, "pause_s": 0.0, "calls": 0})
-    if peer is not None and peer_busy is not None:
-        ratio = peer["print1_s"] / ours["print1_s"]
-        rows.append((f"PydanticAI run, print(1), {args.pause:g} s apart: ours / Monty",
-                     f"{ms(ours['print1_s'])} / {ms(peer['print1_s'])} = {ratio:.1f}x faster",
-                     ">= 4x", "ok" if ratio >= 4 else "short"))
-        busy = peer_busy["print1_s"] / ours_busy["print1_s"]
-        rows.append(("PydanticAI run, print(1), back to back: ours / Monty",
-                     f"{ms(ours_busy['print1_s'])} / {ms(peer_busy['print1_s'])} = {busy:.1f}x",
-                     "-", "info"))
-        call_ratio = peer["per_call_s"] / max(ours["per_call_s"], 1e-9)
-        rows.append(("PydanticAI run, per tool call (run time / calls): ours / Monty",
-                     f"{ms(ours['per_call_s'])} / {ms(peer['per_call_s'])} = "
-                     f"{call_ratio:.1f}x faster", "-", "info"))
-    else:
-        rows.append(("PydanticAI run, print(1): ours", ms(ours["print1_s"]), "<= 8.75 ms",
-                     "ok" if ours["print1_s"] <= 0.00875 else "over"))
-
-    best = await per_call(args.calls, args.rounds)
-    for framework in ("PydanticAI", "LangChain"):
-        for kind in ("sync", "async"):
-            # PydanticAI calls every tool from its event loop, so its inner calls always take
-            # the sandbox's route to the loop (the async one); LangChain's sync tools run right
-            # on the sandbox's thread.
-            route = "async" if framework == "PydanticAI" else kind
-            total, alone = best[framework, kind], best["sandbox", route]
-            dispatch = best[f"{framework} dispatch", kind]
-            own = total - alone - dispatch
-            rows.append((f"{framework} {kind} tool: one call from code, through the adapter",
-                         f"{ms(total)} = sandbox ({route} route) {ms(alone)} + {framework}'s "
-                         f"own dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"))
-            rows.append((f"{framework} {kind} tool: the adapter's own overhead", ms(own),
-                         "<= 0.15 ms", "ok" if own <= 0.00015 else "over"))
+    rows = await arows(args.runs, args.pause, args.calls, args.rounds, not args.no_peer)
     print(table(rows))
 
 

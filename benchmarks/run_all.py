@@ -1,0 +1,75 @@
+"""Every benchmark in one command: latency (cells, tool calls, gather, session start), tools as
+code (generation, catalog, search), scale, tokens, and the peer comparison. Prints one table
+per group and writes benchmarks/RESULTS.md.
+
+Run: make bench   (or python benchmarks/run_all.py [--no-peer] [--no-write])
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import importlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _util import Row, machine, table
+
+HERE = Path(__file__).resolve().parent
+GROUPS = [
+    ("Sandbox core", "bench_core"),
+    ("Tools as code", "bench_codegen"),
+    ("Scale", "bench_scale"),
+    ("Tokens and round trips", "bench_tokens"),
+    ("Peers and adapters", "bench_peers"),
+]
+
+
+def _rows(module_name: str, peer: bool) -> list[Row]:
+    module = importlib.import_module(module_name)
+    if module_name == "bench_peers":
+        return asyncio.run(module.arows(peer=peer))
+    return list(module.rows())
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                             capture_output=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
+    parser.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    sections = []
+    for title, name in GROUPS:
+        if args.only and name not in args.only:
+            continue
+        print(f"\n## {title} ({name}.py)", flush=True)
+        started = time.perf_counter()
+        rows = _rows(name, peer=not args.no_peer)
+        text = table(rows)
+        print(text, flush=True)
+        sections.append(f"## {title}\n\n`benchmarks/{name}.py`, "
+                        f"{time.perf_counter() - started:.0f} s\n\n{text}\n")
+    if not args.no_write and not args.only:
+        header = (f"# Benchmark results\n\nThe last run of `make bench` "
+                  f"({dt.date.today().isoformat()}, commit {_commit()}).\n\n"
+                  f"Machine: {machine()}. Medians unless said; every ratio is against a "
+                  "baseline measured in the same run.\n\n")
+        (HERE / "RESULTS.md").write_text(header + "\n".join(sections), "utf-8")
+        print(f"\nwrote {HERE / 'RESULTS.md'}")
+
+
+if __name__ == "__main__":
+    main()
