@@ -68,11 +68,27 @@ async def test_async_tools_run_on_the_callers_loop_under_arun(tools):
         assert int(r.value) == id(loop)
 
 
-def test_plain_call_inside_async_code_explains_itself(session):
-    r = session.run("async def f():\n    o = get_order(order_id=1)\n    return o['id']\n"
-                    "import asyncio\nasyncio.run(f())")
-    assert not r.ok
-    assert "await get_order" in r.error
+def test_plain_calls_inside_async_code_give_values(session):
+    r = session.run("import asyncio\nasync def f():\n    o = get_order(order_id=1)\n"
+                    "    return o['id'] + get_order(order_id=2)['id']\nasyncio.run(f())")
+    assert r.ok and r.value == "3", r.error
+    r = session.run("x = await get_order(order_id=1)\ny = get_order(order_id=2)\n"
+                    "if get_order(order_id=3)['id'] == 3:\n    z = 'yes'\n(x['id'], y['id'], z)")
+    assert r.ok and r.value == "(1, 2, 'yes')", r.error
+
+
+def test_calls_handed_on_inside_async_code_stay_concurrent(session):
+    start = time.perf_counter()
+    r = session.run("import asyncio\ntasks = [slow(0.3, str(i)) for i in range(4)]\n"
+                    "t = asyncio.create_task(slow(0.3, 't'))\n"
+                    "res = await asyncio.gather(*tasks)\n(res, await t)")
+    assert r.ok and r.value == "(['0', '1', '2', '3'], 't')", r.error
+    assert time.perf_counter() - start < 1.2
+
+
+def test_a_call_neither_awaited_nor_used_says_how_to_get_its_value(session):
+    r = session.run("import asyncio\nprint(whoami())\nawait asyncio.sleep(0)")
+    assert r.ok and "write `await whoami(...)` for its value" in r.stdout
 
 
 def test_tool_error_reaches_the_guest_with_its_message(session):

@@ -74,9 +74,19 @@ class HostLoop(asyncio.BaseEventLoop):
     def _write_to_self(self) -> None:  # no other threads can wake this loop
         pass
 
+    def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task:
+        """Also takes a started tool call (a future), which models pass like a coroutine."""
+        if isinstance(coro, asyncio.Future):
+            coro = _awaited(coro)
+        return super().create_task(coro, **kwargs)
+
     def close(self) -> None:
         cancel_all()
         super().close()
+
+
+async def _awaited(future: asyncio.Future) -> Any:
+    return await future
 
 
 def start_call(name: str, args: dict[str, Any], future: asyncio.Future) -> None:
