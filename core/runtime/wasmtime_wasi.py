@@ -18,6 +18,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from typing import Callable
 
 import wasmtime
 
@@ -75,32 +76,21 @@ def _current() -> WasmtimeInstance | None:
     return getattr(_tls, "instance", None)
 
 
-def _sock_recv(env: int, caller: int, args: int, nargs: int) -> int:
-    # An exception escaping a host function would kill the instance: answer EIO instead.
-    try:
-        inst = _current()
-        errno = inst._channel(caller, args) if inst is not None else _EBADF
-    except BaseException:  # noqa: BLE001
-        log.exception("tooliscode: channel failure")
-        errno = _EIO
-    set_i32(args, errno)
-    return 0
+HostBody = Callable[["WasmtimeInstance", int, int, int], int]
 
 
-def _guard(name: str):
+def _host_function(name: str, body: HostBody) -> Callable[[int, int, int, int], int]:
+    """A raw host function for the current thread's guest. An exception escaping a host
+    function would kill the instance, so every failure becomes an EIO answer instead.
+    `body` sets the call's result and returns a trap to raise in the guest, or 0."""
+
     def callback(env: int, caller: int, args: int, nargs: int) -> int:
         try:
             inst = _current()
             if inst is None:
                 set_i32(args, _EBADF)
                 return 0
-            if name == "fd_write" and i32(args, 0) in (1, 2):
-                set_i32(args, inst._console(caller, args))
-                return 0
-            if not inst._allowed(name, caller, args):
-                set_i32(args, _EDQUOT)
-                return 0
-            return inst._passthrough.call(name, caller, args, nargs)
+            return body(inst, caller, args, nargs)
         except BaseException:  # noqa: BLE001
             log.exception("tooliscode: %s failed", name)
             set_i32(args, _EIO)
@@ -109,17 +99,26 @@ def _guard(name: str):
     return callback
 
 
-def _poll_oneoff(env: int, caller: int, args: int, nargs: int) -> int:
-    try:
-        inst = _current()
-        if inst is None:
-            set_i32(args, _EBADF)
+def _channel(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
+    set_i32(args, inst._channel(caller, args))
+    return 0
+
+
+def _guarded(name: str) -> HostBody:
+    def body(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
+        if name == "fd_write" and i32(args, 0) in (1, 2):
+            set_i32(args, inst._console(caller, args))
             return 0
-        return poll_oneoff(inst._passthrough, inst._memory, caller, args, nargs, inst._poll_stop)
-    except BaseException:  # noqa: BLE001
-        log.exception("tooliscode: poll_oneoff failed")
-        set_i32(args, _EIO)
-        return 0
+        if not inst._allowed(name, caller, args):
+            set_i32(args, _EDQUOT)
+            return 0
+        return inst._passthrough.call(name, caller, args, nargs)
+
+    return body
+
+
+def _sleep(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
+    return poll_oneoff(inst._passthrough, inst._memory, caller, args, nargs, inst._poll_stop)
 
 
 def _on_deadline(ctx: int, env: int, delta: object, kind: object) -> int:
@@ -356,11 +355,10 @@ class WasmtimeRuntime(Runtime):
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
-        self._callbacks = [define_shadow(self.linker, self.module, "sock_recv", _sock_recv)]
-        self._callbacks += [define_shadow(self.linker, self.module, name, _guard(name))
-                            for name in GUARDED]
-        self._callbacks.append(define_shadow(self.linker, self.module, "poll_oneoff",
-                                             _poll_oneoff))
+        shadows = {"sock_recv": _channel, "poll_oneoff": _sleep,
+                   **{name: _guarded(name) for name in GUARDED}}
+        self._callbacks = [define_shadow(self.linker, self.module, name, _host_function(name, body))
+                           for name, body in shadows.items()]
         self.ticker = EpochTicker(self.engine, tick_s)
         self._live: weakref.WeakSet[WasmtimeInstance] = weakref.WeakSet()
 
