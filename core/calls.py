@@ -142,16 +142,20 @@ class CellCalls:
                  fn: Any) -> dict[str, Any]:
         try:
             value = to_json_value(fn())
-        except (TimeoutError, asyncio.TimeoutError, cf.TimeoutError):
-            error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
-            self._record(tool, arguments, started, error)
-            return {"ok": False, "error": error, "kind": "timeout", "tool": tool.name}
         except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
-            error = _message(exc)
-            self._record(tool, arguments, started, error)
-            return {"ok": False, "error": error, "kind": "error", "tool": tool.name}
+            return self._failed(tool, arguments, started, exc)
         self._record(tool, arguments, started, None)
         return {"ok": True, "value": value}
+
+    def _failed(self, tool: Tool, arguments: dict[str, Any], started: float,
+                exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError, cf.TimeoutError)):
+            kind = "timeout"
+            error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
+        else:
+            kind, error = "error", _message(exc)
+        self._record(tool, arguments, started, error)
+        return {"ok": False, "error": error, "kind": kind, "tool": tool.name}
 
     def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
         admitted = self._admit(msg)
@@ -159,17 +163,24 @@ class CellCalls:
             return admitted
         tool, arguments = admitted
         started = time.monotonic()
-        timeout = self._timeout(tool)
-        explicit = tool.timeout_s is not None or self.limits.tool_timeout_s is not None
-        if tool.is_async or explicit:
+        if tool.is_async or tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
+            timeout = self._timeout(tool)
             future = self._blocking = self._submit(tool, arguments, timeout)
             try:
                 return self._outcome(tool, arguments, started, lambda: future.result(timeout))
             finally:
                 self._blocking = None
-        # A sync tool with no timeout of its own runs right here, on the session's thread.
-        return self._outcome(tool, arguments, started,
-                             lambda: _invoke_sync(tool, arguments, self.loop))
+        # A sync tool with no timeout of its own runs right here, on the session's thread:
+        # the common case, kept free of closures and futures.
+        try:
+            value = tool.invoke(arguments)
+            if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
+                value = _resolve(value, self.loop)
+        except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
+            return self._failed(tool, arguments, started, exc)
+        self.records.append(ToolCallRecord(tool.name, arguments, time.monotonic() - started,
+                                           True, None))
+        return {"ok": True, "value": to_json_value(value)}
 
     def _start(self, msg: dict[str, Any]) -> dict[str, Any]:
         admitted = self._admit(msg)
@@ -226,9 +237,12 @@ def _raise_timeout() -> Any:
 
 def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
     value = tool.invoke(arguments)
-    if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
-        return asyncio.run_coroutine_threadsafe(_await(value), loop or background_loop()).result()
-    return value
+    return _resolve(value, loop) if inspect.isawaitable(value) else value
+
+
+def _resolve(awaitable: Any, loop: Any) -> Any:
+    """The value of an awaitable a sync-looking callable returned, run on the tools' loop."""
+    return asyncio.run_coroutine_threadsafe(_await(awaitable), loop or background_loop()).result()
 
 
 async def _await(value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures as cf
+import functools
 import shutil
 import threading
 import time
@@ -176,8 +177,9 @@ class Session:
         return self._setup
 
     def _attach(self, worker: Worker) -> None:
-        ops = weakref.WeakMethod(self._ops)
-        worker.ops = lambda op, msg, cmd: (ops() or _closed_ops)(op, msg, cmd)
+        # The guest's requests need the tools, never the Session itself: holding it here
+        # would keep a dropped, unclosed session alive through the guest's thread.
+        worker.ops = functools.partial(_route, self.registry)
         self._state.worker = worker
         reply = worker.submit(Command(self._setup_message(), before=worker.configure(self.limits))
                               ).result(60)
@@ -194,15 +196,6 @@ class Session:
             worker = self._state.worker
         assert worker is not None
         return worker
-
-    def _ops(self, op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
-        if op == "search":
-            found = self.registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
-            return {"ok": True, "value": [search_entry(t) for t in found]}
-        cell = command.context if command is not None else None
-        if not isinstance(cell, Cell):
-            return {"ok": False, "kind": "protocol", "error": "no cell is running"}
-        return cell.calls.handle(op, msg)
 
     def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command:
         if not isinstance(code, str):
@@ -296,8 +289,16 @@ class Session:
         return result
 
 
-def _closed_ops(op: str, msg: dict[str, Any], command: Command | None) -> dict[str, Any]:
-    return {"ok": False, "kind": "protocol", "error": "the session is closed"}
+def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
+           command: Command | None) -> dict[str, Any]:
+    """The guest's requests other than commands: tool calls (for the running cell) and search."""
+    if op == "search":
+        found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
+        return {"ok": True, "value": [search_entry(t) for t in found]}
+    cell = command.context if command is not None else None
+    if isinstance(cell, Cell):
+        return cell.calls.handle(op, msg)
+    return {"ok": False, "kind": "protocol", "error": "no cell is running"}
 
 
 @atexit.register

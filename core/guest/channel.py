@@ -43,6 +43,20 @@ def encode(message: dict[str, Any]) -> bytes:
     return text.encode("ascii")
 
 
+def call_prefix(name: str) -> str:
+    """The start of a "call" request for tool `name`, made once per tool (see `encode_call`)."""
+    return '{"op":"call","name":' + _json.encode_basestring_ascii(name) + ',"args":'
+
+
+def encode_call(prefix: str, arguments: dict[str, Any]) -> bytes:
+    """A "call" request from its prefix: only the arguments are encoded per call."""
+    try:
+        text = "".join(_encode(arguments, 0))
+    except (TypeError, ValueError, RecursionError):
+        text = "".join(_encode(to_json_value(arguments), 0))
+    return (prefix + text + "}").encode("ascii")
+
+
 def request(message: dict[str, Any]) -> Any:
     """Send one request to the host and return its decoded answer."""
     return request_encoded(encode(message))

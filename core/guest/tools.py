@@ -48,19 +48,26 @@ def tool_error(reply: dict[str, Any]) -> ToolError:
                      reply.get("kind"))
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+def call_tool(name: str, arguments: dict[str, Any], prefix: str | None = None) -> Any:
     """Call host tool `name` and wait for its value (raises `ToolError`)."""
-    reply = channel.request({"op": "call", "name": name, "args": arguments})
+    frame = channel.encode_call(prefix or channel.call_prefix(name), arguments)
+    reply = channel.request_encoded(frame)
     if reply.get("ok"):
         return reply.get("value")
     raise tool_error(reply)
 
 
+_get_running_loop: Any = None
+
+
 def _running_loop() -> Any:
-    asyncio = sys.modules.get("asyncio")  # not imported yet means no loop can be running
-    if asyncio is None:
-        return None
-    return asyncio._get_running_loop()  # None when there is none; no exception to pay for
+    global _get_running_loop
+    if _get_running_loop is None:
+        asyncio = sys.modules.get("asyncio")  # not imported yet: no loop can be running
+        if asyncio is None:
+            return None
+        _get_running_loop = asyncio._get_running_loop  # None when none; no exception to pay
+    return _get_running_loop()
 
 
 def _make_future_class() -> type:
@@ -115,6 +122,7 @@ class ToolFunction:
     def __init__(self, spec: dict[str, Any]):
         self.__name__ = self.__qualname__ = spec["name"]
         self._wire = spec.get("wire", spec["name"])
+        self._prefix = channel.call_prefix(self._wire)
         self.__doc__ = spec.get("doc") or ""
         self.stub: str = spec.get("stub") or f"def {spec['name']}(**kwargs): ..."
         self.summary: str = spec.get("summary") or ""
@@ -170,7 +178,7 @@ class ToolFunction:
         arguments = self._bind(args, kwargs)
         loop = _running_loop()
         if loop is None or _used_as_value(sys._getframe(1)):
-            return call_tool(self._wire, arguments)
+            return call_tool(self._wire, arguments, self._prefix)
         return _start_pending(loop, self._shown, self._wire, arguments)
 
     def __repr__(self) -> str:

@@ -40,6 +40,8 @@ _MORE = 0xFFFFFFFF
 _EBADF, _EDQUOT, _EINVAL, _EIO = 8, 19, 28, 29
 _O_CREAT = 1
 _U32 = struct.Struct("<I")
+_FLAGS = struct.Struct("<H")
+_SOCK_RECV_ARGS = struct.Struct("<I12xI12xI12xI12xI12xI12x")  # six wasmtime_val_raw_t
 _IOVEC = struct.Struct("<II")
 _tls = threading.local()
 
@@ -225,32 +227,34 @@ class WasmtimeInstance(Instance):
         return "crash"
 
     def _channel(self, caller: int, args: int) -> int:
-        if i32(args, 0) != CHANNEL_FD:
+        fd, iovs, count, _flags, ro_len, ro_flags = _SOCK_RECV_ARGS.unpack(
+            _ctypes.string_at(args, _SOCK_RECV_ARGS.size))
+        if fd != CHANNEL_FD:
             return _EBADF
-        if i32(args, 2) < 1:
+        if count < 1:
             return _EINVAL
         mem = Memory(caller, self._memory)
-        ptr, length = _IOVEC.unpack(mem.read(i32(args, 1), 8))
-        ro_len, ro_flags = i32(args, 4), i32(args, 5)
+        ptr, length = _IOVEC.unpack(mem.read(iovs, 8))
         mem.check(ro_len, 4), mem.check(ro_flags, 2), mem.check(ptr, length)
         if length < 4:
             return _EINVAL
-        declared = _U32.unpack(mem.read(ptr, 4))[0]
+        view = mem.view
+        declared = _U32.unpack_from(view, ptr)[0]
         if declared == _MORE:
             payload, self._pending = self._pending or b"", None
         elif declared > length - 4:
             return _EINVAL
         else:
             handler = self.handler
-            payload = handler(mem.read(ptr + 4, declared)) if handler is not None else b""
-        if 4 + len(payload) <= length:
+            payload = handler(view[ptr + 4:ptr + 4 + declared]) if handler is not None else b""
+        n = 4 + len(payload)
+        if n <= length:
             mem.write(ptr, _U32.pack(len(payload)) + payload)
-            n = 4 + len(payload)
         else:
             mem.write(ptr, _U32.pack(len(payload)))
             self._pending, n = payload, 4
-        mem.write(ro_len, _U32.pack(n))
-        mem.write(ro_flags, b"\0\0")
+        _U32.pack_into(view, ro_len, n)
+        _FLAGS.pack_into(view, ro_flags, 0)
         return 0
 
     def _allowed(self, name: str, caller: int, args: int) -> bool:
