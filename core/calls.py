@@ -9,7 +9,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -80,6 +80,8 @@ class CellCalls:
     _started: dict[int, _Started] = field(default_factory=dict)
     _blocking: cf.Future | None = None
     cancelled: bool = False
+    on_call: Callable[[], None] | None = None
+    """Run before the cell's first tool call (tools may change the session folder)."""
 
     # -- entry point (guest thread) -----------------------------------------------------
 
@@ -109,6 +111,8 @@ class CellCalls:
         if self.cancelled:
             return {"ok": False, "error": "the cell was cancelled", "kind": "cancelled",
                     "tool": name}
+        if self._count == 0 and self.on_call is not None:
+            self.on_call()
         if self.limits.tool_calls is not None and self._count >= self.limits.tool_calls:
             return {"ok": False, "kind": "limit", "tool": name,
                     "error": f"this cell reached its limit of {self.limits.tool_calls} tool "

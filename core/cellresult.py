@@ -22,8 +22,19 @@ class Cell:
     """Host-side context of one running cell."""
 
     calls: CellCalls
-    before: Snapshot
+    workdir: Path
     started: float
+    before: Snapshot | None = None
+    """The folder as it was before the cell's first change; None while nothing changed it."""
+
+    def changing(self) -> None:
+        """Called before the first write by the guest or a tool: the folder is listed only
+        for cells that change it."""
+        if self.before is None:
+            self.before = snapshot(self.workdir)
+
+    def files_written(self) -> tuple[str, ...]:
+        return () if self.before is None else tuple(changed(self.before, snapshot(self.workdir)))
 
 
 def _str(value: Any) -> str:
@@ -85,7 +96,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         new_names=_names(report.get("new_names")),
         described=_described(report.get("described")),
         truncated=" ".join(n for n in notices if "cut" in n) or None,
-        files_written=tuple(changed(cell.before, snapshot(workdir))),
+        files_written=cell.files_written(),
         final=report.get("final"), has_final=report.get("has_final") is True,
         notices=tuple(notices))
 
@@ -111,5 +122,5 @@ def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits
                                               "cancelled": "CancelledError"}.get(trap.reason,
                                                                                  "GuestCrash"),
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
-        restarted=True, lost_names=lost, files_written=tuple(changed(cell.before, snapshot(workdir))),
+        restarted=True, lost_names=lost, files_written=cell.files_written(),
         notices=(*command.notices, notice))

@@ -18,7 +18,7 @@ from .calls import CellCalls
 from .cellresult import Cell, build_result, trap_result
 from .codegen import guest_spec, search_entry
 from .errors import SessionClosed
-from .files import INTERNAL_DIR, FileInfo, list_files, read_file, snapshot
+from .files import INTERNAL_DIR, FileInfo, list_files, read_file
 from .limits import Limits
 from .pool import WarmPool
 from .registry import ToolRegistry
@@ -203,8 +203,9 @@ class Session:
         timeout = self.limits.timeout_s
         calls = CellCalls(self.registry, self.limits, loop,
                           None if timeout is None else time.monotonic() + timeout)
-        cell = Cell(calls, snapshot(self.workdir), time.perf_counter())
-        return Command({"op": "cell", "code": code}, timeout, cell)
+        cell = Cell(calls, self.workdir, time.perf_counter())
+        calls.on_call = cell.changing  # a tool may write into the folder too
+        return Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
 
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s

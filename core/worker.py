@@ -100,6 +100,8 @@ class Command:
     """Whatever the ops handler needs for this command (the cell's tool calls)."""
     before: Callable[[], None] | None = None
     """Run on the guest's thread just before the guest receives the command."""
+    on_change: Callable[[], None] | None = None
+    """Run before the command's first change to the session folder (by guest or tool)."""
     future: cf.Future = field(default_factory=cf.Future)
     raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
     notices: list[str] = field(default_factory=list)
@@ -136,6 +138,7 @@ class Worker:
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
+        self.instance.on_change = self._changing
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
         self.thread.start()
 
@@ -221,6 +224,11 @@ class Worker:
                 self.instance.close()
             except Exception:  # noqa: BLE001
                 log.exception("tooliscode: closing the instance failed")
+
+    def _changing(self) -> None:
+        current = self._current
+        if current is not None and current.on_change is not None:
+            current.on_change()
 
     def _output(self, stream: str, data: bytes) -> None:
         current = self._current

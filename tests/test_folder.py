@@ -60,3 +60,19 @@ def test_closed_session_refuses_work():
     s.close()
     with pytest.raises(SessionClosed):
         s.run("1")
+
+
+def test_files_written_by_renames_by_tools_and_not_by_reads(tmp_path):
+    folder = tmp_path / "w"
+
+    def save_report(name: str) -> str:
+        """A host tool that writes into the session folder."""
+        (folder / name).write_text("report")
+        return name
+
+    with Session([save_report], workdir=folder) as s:
+        assert s.run("open('a.txt', 'w').write('x')").files_written == ("a.txt",)
+        assert s.run("open('a.txt').read()").files_written == ()
+        assert s.run("import os\nos.rename('a.txt', 'b.txt')").files_written == ("b.txt",)
+        assert s.run("save_report(name='r.txt')").files_written == ("r.txt",)
+        assert s.run("f = open('b.txt', 'r+')\nf.write('y')\nf.close()").files_written == ("b.txt",)

@@ -56,6 +56,9 @@ class Instance(ABC):
 
     handler: FrameHandler | None
     output: OutputSink | None
+    on_change: Callable[[], None] | None = None
+    """Called on the guest's thread just before the first operation since `arm` that may
+    change the session folder (a write, a new file or folder, a rename)."""
 
     @abstractmethod
     def run(self) -> None:

@@ -21,8 +21,9 @@ __all__ = ["WASI", "GUARDED", "FORWARDED", "passthrough_module", "Passthrough", 
 
 WASI = "wasi_snapshot_preview1"
 GUARDED = ("fd_write", "fd_pwrite", "fd_allocate", "fd_filestat_set_size", "path_open",
-           "path_create_directory", "path_symlink", "path_link")
-"""The imports that can grow the session folder: checked against its quota."""
+           "path_create_directory", "path_symlink", "path_link", "path_rename")
+"""The imports that can change the session folder: checked against its quota and watched for
+the first change in a cell."""
 FORWARDED = (*GUARDED, "poll_oneoff", "clock_time_get")
 """What the passthrough module exports: the guarded imports, sleeping, and a clock."""
 

@@ -38,7 +38,7 @@ log = logging.getLogger("tooliscode")
 CHANNEL_FD = 1000
 _MORE = 0xFFFFFFFF
 _EBADF, _EDQUOT, _EINVAL, _EIO = 8, 19, 28, 29
-_O_CREAT = 1
+_O_CREAT, _O_TRUNC = 1, 8
 _U32 = struct.Struct("<I")
 _FLAGS = struct.Struct("<H")
 _SOCK_RECV_ARGS = struct.Struct("<I12xI12xI12xI12xI12xI12x")  # six wasmtime_val_raw_t
@@ -158,6 +158,7 @@ class WasmtimeInstance(Instance):
         self._armed = False
         self._stop_reason: TrapReason | None = None
         self._trap_reason: TrapReason | None = None
+        self._changed = False
         self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
         self._store = wasmtime.Store(runtime.engine)
         self._store.set_limits(memory_size=spec.memory_bytes)
@@ -258,24 +259,32 @@ class WasmtimeInstance(Instance):
         return 0
 
     def _allowed(self, name: str, caller: int, args: int) -> bool:
-        """May this call that could grow the session folder go ahead?"""
+        """May this call that could change the session folder go ahead? (It counts against
+        the quota; the first change since `arm` is announced to `on_change`.)"""
+        if name in ("fd_write", "fd_pwrite") and i32(args, 0) < 3:
+            return True  # the console: never the disk
+        if name == "path_open" and not i32(args, 4) & (_O_CREAT | _O_TRUNC):
+            return True  # opening to read (writes through it are seen at fd_write)
+        if not self._changed:
+            self._changed = True
+            if self.on_change is not None:
+                self.on_change()
         quota = self._quota
         if name in ("fd_write", "fd_pwrite"):
-            if i32(args, 0) < 3:  # the console: never the disk
-                return True
             nbytes = Memory(caller, self._memory).iovec_total(i32(args, 1), i32(args, 2))
             return quota.allow(nbytes=nbytes)
         if name == "fd_allocate":
             return quota.allow(nbytes=i64(args, 2))
         if name == "fd_filestat_set_size":
             return quota.allow(nbytes=i64(args, 1))
-        if name == "path_open" and not i32(args, 4) & _O_CREAT:
+        if name == "path_rename" or (name == "path_open" and not i32(args, 4) & _O_CREAT):
             return True
         return quota.allow(entries=1)
 
     def arm(self, seconds: float | None) -> None:
         self._deadline = None if seconds is None else time.monotonic() + seconds
         self._quota.stale()
+        self._changed = False
         if not self._armed:
             self._armed = True
             self._rt.ticker.acquire()
@@ -323,7 +332,7 @@ class WasmtimeInstance(Instance):
             self._rt.ticker.acquire()
 
     def close(self) -> None:
-        self.handler = self.output = None
+        self.handler = self.output = self.on_change = None
         self._instance = self._passthrough = self._memory_handle = None  # type: ignore[assignment]
         store, self._store = self._store, None  # type: ignore[assignment]
         if store is not None:
