@@ -4,7 +4,8 @@
    `CodeMode` on Monty, both measured in this run by the same code (peers/agent_runs.py). The
    harness pins its own PydanticAI, so it gets its own virtual environment, made on first use
    under .bench-envs/ (git-ignored) with `python -m venv` and
-   `pip install "pydantic-ai-harness[code-mode]"`; peers/monty_driver.py runs there.
+   `pip install "pydantic-ai-harness[code-mode]"`, plus this project (`pip install -e .`) so
+   that both sides are also timed on the same PydanticAI version; peers/driver.py runs there.
 2. One inner tool call from sandboxed code through each adapter, against the same function
    registered straight in a `Session` (the sandbox round trip alone). The framework's own way
    of calling a tool (LangChain `invoke`, PydanticAI's `ToolManager.handle_call`) is timed on
@@ -23,6 +24,7 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from importlib.metadata import version
 from typing import Any, Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
@@ -68,6 +70,12 @@ def harness_python() -> tuple[Path | None, str]:
                              capture_output=True, text=True)
         if pip.returncode:
             return None, f"pip install {HARNESS_SPEC} failed: {pip.stderr.strip()[-800:]}"
+    ours = subprocess.run([str(python), "-c", "import tooliscode"], capture_output=True)
+    if ours.returncode:  # ours beside it, on the same PydanticAI, for a like-for-like figure
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(ROOT)],
+                             capture_output=True, text=True)
+        if pip.returncode:
+            return None, f"pip install -e {ROOT} failed: {pip.stderr.strip()[-800:]}"
     probe = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
                             "print(m.version('pydantic-ai-harness'), m.version('pydantic-ai-slim'),"
                             " m.version('pydantic-monty'))"], capture_output=True, text=True)
@@ -78,10 +86,11 @@ def harness_python() -> tuple[Path | None, str]:
 
 
 def run_peer(python: Path, config: dict[str, Any]) -> dict[str, Any]:
-    out = subprocess.run([str(python), str(Path(__file__).parent / "peers" / "monty_driver.py"),
+    """One side (`config["side"]`: "monty" or "ours") measured in the harness's environment."""
+    out = subprocess.run([str(python), str(Path(__file__).parent / "peers" / "driver.py"),
                           json.dumps(config)], capture_output=True, text=True, timeout=900)
     if out.returncode:
-        raise RuntimeError(f"the Monty driver failed:\n{out.stderr[-2000:]}")
+        raise RuntimeError(f"the peer driver failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -212,31 +221,33 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
         return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
 
     ours = await measure(ours_agent, "run_python", runs, pause, calls)
-    ours_busy = await measure(ours_agent, "run_python", runs, 0.0, 0)
     assert ours["print1_output"] == "1", ours["print1_output"]
-    peer_result = peer_busy = None
+    rows.append(Row(f"PydanticAI {version('pydantic-ai-slim')} run, print(1), {pause:g} s apart: "
+                    "ours (this environment)", ms(ours["print1_s"]), "-", "info"))
+    python = None
     if peer:
         python, about = harness_python()
         print(f"peer: {about}")
-        if python is not None:
-            peer_result = run_peer(python, {"runs": runs, "pause_s": pause, "calls": calls})
-            peer_busy = run_peer(python, {"runs": runs, "pause_s": 0.0, "calls": 0})
-    if peer_result is not None and peer_busy is not None:
-        ratio = peer_result["print1_s"] / ours["print1_s"]
-        rows.append(Row(f"PydanticAI run, print(1), {pause:g} s apart: ours / Monty",
-                        f"{ms(ours['print1_s'])} / {ms(peer_result['print1_s'])} = "
-                        f"{ratio:.1f}x faster", ">= 4x", "ok" if ratio >= 4 else "short"))
-        busy = peer_busy["print1_s"] / ours_busy["print1_s"]
-        rows.append(Row("PydanticAI run, print(1), back to back: ours / Monty",
-                        f"{ms(ours_busy['print1_s'])} / {ms(peer_busy['print1_s'])} = {busy:.1f}x",
+        rows.append(Row("peer environment (own venv)", about if python else f"none: {about}",
                         "-", "info"))
-        call_ratio = peer_result["per_call_s"] / max(ours["per_call_s"], 1e-9)
-        rows.append(Row("PydanticAI run, per tool call (run time / calls): ours / Monty",
-                        f"{ms(ours['per_call_s'])} / {ms(peer_result['per_call_s'])} = "
+    if python is not None:
+        same = {"runs": runs, "pause_s": pause, "calls": calls}
+        monty = run_peer(python, {**same, "side": "monty"})
+        mine = run_peer(python, {**same, "side": "ours"})
+        monty_busy = run_peer(python, {**same, "side": "monty", "pause_s": 0.0, "calls": 0})
+        mine_busy = run_peer(python, {**same, "side": "ours", "pause_s": 0.0, "calls": 0})
+        ratio = monty["print1_s"] / mine["print1_s"]
+        rows.append(Row(f"PydanticAI run, print(1), {pause:g} s apart, same PydanticAI: "
+                        "ours / Monty", f"{ms(mine['print1_s'])} / {ms(monty['print1_s'])} = "
+                        f"{ratio:.1f}x faster", ">= 4x", "ok" if ratio >= 4 else "short"))
+        busy = monty_busy["print1_s"] / mine_busy["print1_s"]
+        rows.append(Row("PydanticAI run, print(1), back to back, same PydanticAI: ours / Monty",
+                        f"{ms(mine_busy['print1_s'])} / {ms(monty_busy['print1_s'])} = "
+                        f"{busy:.1f}x", "-", "info"))
+        call_ratio = monty["per_call_s"] / max(mine["per_call_s"], 1e-9)
+        rows.append(Row("PydanticAI run, per tool call (run time / calls), same PydanticAI: "
+                        "ours / Monty", f"{ms(mine['per_call_s'])} / {ms(monty['per_call_s'])} = "
                         f"{call_ratio:.1f}x faster", "-", "info"))
-    else:
-        rows.append(Row("PydanticAI run, print(1): ours", ms(ours["print1_s"]), "<= 8.75 ms",
-                        "ok" if ours["print1_s"] <= 0.00875 else "over"))
 
     best = await per_call(calls, rounds)
     for framework in ("PydanticAI", "LangChain"):

@@ -129,12 +129,8 @@ class CellCalls:
 
     def _submit(self, tool: Tool, arguments: dict[str, Any], timeout: float | None) -> cf.Future:
         if tool.is_async:
-            loop = self.loop or background_loop()
-
-            async def run() -> Any:
-                return await asyncio.wait_for(tool.ainvoke(arguments), timeout)
-
-            return asyncio.run_coroutine_threadsafe(run(), loop)
+            return asyncio.run_coroutine_threadsafe(_bounded(tool.ainvoke(arguments), timeout),
+                                                    self.loop or background_loop())
         return tool_executor().submit(_invoke_sync, tool, arguments, self.loop)
 
     def _record(self, tool: Tool, arguments: dict[str, Any], started: float,
@@ -247,6 +243,17 @@ def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
 def _resolve(awaitable: Any, loop: Any) -> Any:
     """The value of an awaitable a sync-looking callable returned, run on the tools' loop."""
     return asyncio.run_coroutine_threadsafe(_await(awaitable), loop or background_loop()).result()
+
+
+async def _bounded(awaitable: Any, timeout: float | None) -> Any:
+    """`awaitable` under `timeout`; `asyncio.timeout` where there is one, since `wait_for`
+    would add a task to every call."""
+    if timeout is None:
+        return await awaitable
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(timeout):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)
 
 
 async def _await(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """Timing PydanticAI agent runs whose scripted model sends one code call, then answers.
 
-Imported by bench_peers.py (our adapter) and by monty_driver.py inside pydantic-ai-harness's
+Imported by bench_peers.py (our adapter) and by driver.py inside pydantic-ai-harness's
 own environment, so both sides are measured by the same code.
 """
 
