@@ -174,7 +174,8 @@ class ToolFunction:
     def _bad(self, message: str) -> ToolArgumentError:
         return ToolArgumentError(f"{self._shown}(): {message}", self._wire, "arguments")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        # `self` positional-only: a tool may well have a parameter named `self`.
         arguments = self._bind(args, kwargs)
         loop = _running_loop()
         if loop is None or _used_as_value(sys._getframe(1)):
