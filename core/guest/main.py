@@ -129,23 +129,35 @@ def main(exchange: Any, boot: dict[str, Any]) -> None:
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     guest = Guest()
     oom_frame = channel.encode({"op": "done", "result": _OOM_RESULT})
+    reserve: bytearray | None = bytearray(_RESERVE_BYTES)
     reply = channel.request({"op": "ready"})
     while reply.get("op") != "exit":
         try:
             result = guest.handle(reply)
         except BaseException as exc:  # noqa: BLE001 - the loop itself must survive
+            reserve = None
             try:
                 result = describe_failure(exc)
             except BaseException:  # noqa: BLE001 - not even memory to describe it
                 result = _OOM_RESULT
+        if result.get("error_type") == "MemoryError":
+            reserve = None  # room for the report: even `len(frame) + 4` allocates
         try:
             reply = channel.request({"op": "done", "result": result})
         except MemoryError:  # the report itself did not fit: send the one made in advance
-            result = None
+            result = reserve = None
             reply = channel.request_encoded(oom_frame)
+        if reserve is None:  # the host has raised the limit a little by now (its grace)
+            try:
+                reserve = bytearray(_RESERVE_BYTES)
+            except MemoryError:
+                pass
 
 
 _OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
+_RESERVE_BYTES = 256 * 1024
+"""Memory held back from user code and let go when a cell runs out, so the loop can still
+describe the failure and report it to the host."""
 
 
 def _no_exit(code: Any = None) -> None:
