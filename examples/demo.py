@@ -24,7 +24,7 @@ import store_tools as store
 from tooliscode import ToolIsCode
 from tooliscode.loop import LoopResult, run_conversation
 from tooliscode.testing import ScriptedRequest, ScriptedServer, code
-from tooliscode.tokens import TOKENIZER, count_tokens
+from tooliscode.tokens import TOKENIZER, ContextCounter
 
 PROMPT = ("Which EU customer spent the most on paid orders in Q3 2025 (July to September)? "
           "Give the total in USD and in EUR, their account manager, and how many support "
@@ -93,22 +93,7 @@ def expected_answer() -> dict[str, Any]:
 
 # -- token accounting ------------------------------------------------------------------------------
 
-def _tokens(value: Any) -> int:
-    return count_tokens(value if isinstance(value, str) else json.dumps(value))
-
-
-def _is_model_item(item: dict[str, Any]) -> bool:
-    return item.get("type") in ("function_call", "reasoning") or item.get("role") == "assistant"
-
-
-def _input_per_call(setup: int, history: list[dict[str, Any]]) -> list[int]:
-    """Input tokens of each model call: the setup plus the history before that call's reply."""
-    sizes, total = [], 0
-    for i, item in enumerate(history):
-        if _is_model_item(item) and (i == 0 or not _is_model_item(history[i - 1])):
-            sizes.append(setup + total)
-        total += _tokens(item)
-    return sizes
+COUNT = ContextCounter()
 
 
 def _plain_history(result: LoopResult, tic: ToolIsCode) -> list[dict[str, Any]]:
@@ -133,10 +118,10 @@ def _plain_history(result: LoopResult, tic: ToolIsCode) -> list[dict[str, Any]]:
 def token_report(result: LoopResult, tic: ToolIsCode) -> tuple[int, int]:
     plain_tools = [{"type": "function", "name": t.name, "description": t.description,
                     "parameters": t.parameters} for t in tic.registry]
-    plain_setup = _tokens(plain_tools)
-    code_setup = _tokens(tic.tools) + _tokens(tic.instructions)
-    plain_calls = _input_per_call(plain_setup, _plain_history(result, tic))
-    code_calls = _input_per_call(code_setup, result.history)
+    plain_setup = COUNT.text(plain_tools)
+    code_setup = COUNT.text(tic.tools) + COUNT.text(tic.instructions)
+    plain_calls = COUNT.per_call(plain_setup, _plain_history(result, tic))
+    code_calls = COUNT.per_call(code_setup, result.history)
     rows = [("tool definitions + instructions", plain_setup, code_setup),
             ("model calls", len(plain_calls), len(code_calls)),
             ("context at the last model call", plain_calls[-1], code_calls[-1]),
@@ -162,7 +147,7 @@ def show_turns(history: list[dict[str, Any]]) -> None:
             print(f"\n=== turn {turn}: the model calls {item['name']} ===\n{code_text}")
         elif item.get("type") == "function_call_output":
             text = str(item["output"])
-            print(f"--- what the model reads back ({_tokens(text):,} tokens) ---\n{text}")
+            print(f"--- what the model reads back ({COUNT.text(text):,} tokens) ---\n{text}")
         elif item.get("role") == "assistant":
             parts = item.get("content")
             text = parts if isinstance(parts, str) else "".join(
@@ -180,9 +165,9 @@ def main() -> int:
         client = openai.OpenAI() if real else openai.OpenAI(
             base_url=server.base_url, api_key="offline", max_retries=0)
         print(f"(tokens are counted as {TOKENIZER})\n")
-        print(f"=== the model is given 1 tool ({_tokens(tic.tools):,} tokens) for "
+        print(f"=== the model is given 1 tool ({COUNT.text(tic.tools):,} tokens) for "
               f"{len(tic.registry)} real ones, and these instructions "
-              f"({_tokens(tic.instructions):,} tokens) ===")
+              f"({COUNT.text(tic.instructions):,} tokens) ===")
         print(tic.instructions)
         print(f"\n=== user ({'model ' + model if real else 'scripted model, offline'}) ===")
         print(PROMPT)
