@@ -6,7 +6,8 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Row(NamedTuple):
@@ -53,9 +54,9 @@ def machine() -> str:
             f"{platform.python_version()}, wasmtime {version('wasmtime')}")
 
 
-def table(rows: list[tuple[str, str, str, str]] | list[Row]) -> str:
-    head = ("figure", "measured", "target", "verdict")
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(4)]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+def table(rows: list[tuple[str, ...]] | list[Row],
+          head: tuple[str, ...] = Row._fields) -> str:
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(head), sep, *map(line, rows)])
