@@ -21,6 +21,7 @@ from tooliscode.tokens import ContextCounter
 from .base import Task, answer, decode, received
 
 MAX_ROUND_TRIPS = 60
+"""Room for the paginated task's plain side: a model turn per page."""
 
 
 @dataclass
@@ -78,6 +79,8 @@ class Transcript:
 
 @dataclass
 class Outcome:
+    """A task's two runs, side by side."""
+
     task: Task
     plain: Transcript
     code: Transcript
