@@ -261,8 +261,8 @@ class CodeModeProxy:
                          'integer: {"query": "git log", "limit": 5}', is_error=True)
         found = self.toolset.registry.search(query, max(1, min(limit, 50)))
         if not found:
-            return Reply(f"No tool matched {query!r}; try other words, or list them in code: "
-                         f"{CODE_TOOL_NAME}(\"print(search_tools('words', limit=20))\").")
+            return Reply(f"No tool matched {query!r}; try other words (the description of "
+                         f"{CODE_TOOL_NAME} lists the tools).")
         head = (f"{len(found)} tool{'s' if len(found) > 1 else ''} matching {query!r}, best "
                 f"first; in {CODE_TOOL_NAME} code, call each by the name in its `#` line:")
         return Reply("\n\n".join([head, *(f"# {t.qualified_name}\n"
