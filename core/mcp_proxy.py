@@ -22,8 +22,10 @@ import asyncio
 import itertools
 import json
 import logging
+import os
+import sys
 import uuid
-from collections.abc import Hashable, Mapping
+from collections.abc import AsyncIterator, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +62,8 @@ _STATELESS_NOTE = ("[note] this connection has no MCP session (protocol 2026-07-
                    "call ran in a fresh Python session: nothing is kept for the next call.")
 _SERVER_NOTE_CHARS = 1_500
 _STATE_KEY = "tooliscode.session"
+_LINE_LIMIT = 256 * 1024 * 1024
+"""The longest message a stdio client may send (a cell's code travels in one line)."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,7 @@ class CodeModeProxy:
         from mcp.server.stdio import stdio_server
 
         server = self.server()
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=await _stdin_lines()) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *,
@@ -289,6 +293,26 @@ class CodeModeProxy:
         toolset = self._toolset
         if toolset is not None and toolset.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
+
+
+async def _stdin_lines() -> Any:
+    """stdin as async lines read on the event loop, or `None` (the SDK's default) when it is
+    a file. The SDK reads stdin in a thread that cancelling cannot stop, so a server told to
+    stop (SIGTERM) would wait for the client's next line."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    pipe = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    except (ValueError, OSError, NotImplementedError):  # a regular file; Windows
+        pipe.close()
+        return None
+
+    async def lines() -> AsyncIterator[str]:
+        while line := await reader.readline():
+            yield line.decode("utf-8", errors="replace")
+
+    return lines()
 
 
 def _cut(text: str | None, limit: int = _SERVER_NOTE_CHARS) -> str:

@@ -118,6 +118,27 @@ async def test_stdio_cells_use_two_servers_keep_state_and_report_errors(servers_
     _wait_gone(pid)  # the client left: the proxy stopped, and stopped its upstream servers
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads children from /proc")
+def test_sigterm_stops_a_stdio_proxy_and_its_servers_at_once(tmp_path):
+    config = _write(tmp_path / "servers.json", {"inventory": {"command": sys.executable,
+                                                              "args": [INVENTORY]}})
+    proc = subprocess.Popen([*TOOLISCODE, "--config", config], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "7 tools from inventory" in proc.stderr.readline()  # started; stdin stays open
+        children = [int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                    for pid in (task / "children").read_text().split()]
+        assert children
+        started = time.monotonic()
+        proc.terminate()
+        assert proc.wait(20) == 0 and time.monotonic() - started < 10
+        for pid in children:
+            _wait_gone(pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="module")
 def http_proxy(tmp_path_factory):
     """The proxy over streamable HTTP, fronting an HTTP upstream (with a header from the
