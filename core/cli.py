@@ -108,51 +108,14 @@ def _mcp(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"tooliscode mcp: {text}", file=sys.stderr, flush=True)
 
-    async def serve() -> None:
-        async with proxy:
-            names = ", ".join(s.namespace for s in proxy.servers.values())
-            say(f"{len(proxy.toolset.registry)} tools from {names}")
-            url = f"http://{args.host}:{args.port}/mcp"
-            transport = asyncio.ensure_future(
-                proxy.serve_stdio() if args.transport == "stdio" else
-                proxy.serve_http(args.host, args.port, ready=lambda: say(f"serving {url}")))
-            stopped = _stop_on_signals(transport)
-            try:
-                await transport
-            except asyncio.CancelledError:
-                if not stopped:
-                    raise
-            # leaving `async with` closes the interpreters and the upstream servers
-
     try:
-        asyncio.run(serve())
+        asyncio.run(proxy.run(args.transport, args.host, args.port, say=say))
     except UpstreamError as exc:
         targets = {u.name: u.target for u in upstreams}
         for name, why in exc.failures.items():
             say(f"the server {name!r} ({targets[name]}) failed to start: {why}")
         return 1
     return 0
-
-
-def _stop_on_signals(task: Any) -> list[int]:
-    """SIGTERM and SIGINT cancel `task` (so the caller can still clean up); the returned list
-    collects the signals received."""
-    import asyncio
-    import signal
-
-    received: list[int] = []
-
-    def stop(sig: int) -> None:
-        received.append(sig)
-        task.cancel()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop, sig)
-        except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
-            pass
-    return received
 
 
 COMMANDS: dict[str, Command] = {

@@ -25,7 +25,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,8 +112,12 @@ class CodeModeProxy:
         """Start every upstream server at once; if any fails, stop the others and raise
         `UpstreamError` naming each failure."""
         names = list(self.servers)
-        outcomes = await asyncio.gather(*(self.servers[n].astart() for n in names),
-                                        return_exceptions=True)
+        try:
+            outcomes = await asyncio.gather(*(self.servers[n].astart() for n in names),
+                                            return_exceptions=True)
+        except BaseException:  # cancelled while starting: stop what did start
+            await self._close_servers()
+            raise
         failures = {n: _reason(o) for n, o in zip(names, outcomes) if isinstance(o, BaseException)}
         if failures:
             await self._close_servers()
@@ -155,6 +159,32 @@ class CodeModeProxy:
         code tool's description."""
         self.toolset  # noqa: B018 - raises when not started
         return self._instructions
+
+    async def run(self, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, *,
+                  say: Callable[[str], None] | None = None) -> None:
+        """Start, serve over `transport` ("stdio" or "http") until the client leaves (stdio),
+        SIGTERM or SIGINT, then close everything. `say(text)` hears how it goes."""
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        say = say or (lambda text: None)
+        url = f"http://{host}:{port}/mcp"
+        cancels: list[asyncio.Future[Any] | None] = [asyncio.current_task()]
+        stopped = _on_signals(lambda: cancels[-1] and cancels[-1].cancel())
+        try:
+            async with self:
+                names = ", ".join(s.namespace for s in self.servers.values())
+                say(f"{len(self.toolset.registry)} tools from {names}")
+                serving = asyncio.ensure_future(
+                    self.serve_stdio() if transport == "stdio" else
+                    self.serve_http(host, port, ready=lambda: say(f"serving {url}")))
+                cancels.append(serving)  # a signal now stops the serving, not the closing
+                try:
+                    await serving
+                finally:
+                    cancels.append(None)
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
 
     # -- the MCP server -----------------------------------------------------------------------
 
@@ -293,6 +323,26 @@ class CodeModeProxy:
         toolset = self._toolset
         if toolset is not None and toolset.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
+
+
+def _on_signals(stop: Callable[[], object]) -> list[int]:
+    """Call `stop()` on SIGTERM and SIGINT (where the loop can listen for them); the returned
+    list collects the signals received."""
+    import signal
+
+    received: list[int] = []
+
+    def handle(sig: int) -> None:
+        received.append(sig)
+        stop()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, handle, sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
+            pass
+    return received
 
 
 async def _stdin_lines() -> Any:
