@@ -2,6 +2,7 @@
 
     tooliscode repl mypkg.tools:TOOLS                 # or just: tooliscode mypkg.tools:TOOLS
     tooliscode repl --mcp "uvx mcp-server-time" --mcp "mcp-server-git --repository ."
+    tooliscode mcp --config servers.json             # code mode for any MCP client
 
 Subcommands live in `COMMANDS` (name -> how to add its arguments, and how to run it), so a new
 one (a server, an MCP proxy) is one entry.
@@ -71,9 +72,57 @@ def _repl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help='the upstream servers, as MCP clients write them: {"mcpServers": '
+                             '{"name": {"command": ..., "args": [...]} or {"url": ...}}} '
+                             "(JSON; TOML when the name ends in .toml)")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                        help="serve one client on stdin/stdout, or streamable HTTP")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP: the port to listen on")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="time limit of one cell")
+    parser.add_argument("--memory", type=int, default=512, metavar="MB",
+                        help="memory limit of each client's interpreter")
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from .limits import Limits
+    from .mcp_config import load_config
+    from .mcp_proxy import CodeModeProxy, UpstreamError
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("`tooliscode mcp` needs the mcp extra: "
+                          "pip install 'tooliscode[mcp]'") from exc
+    logging.basicConfig(level=logging.WARNING, format="tooliscode mcp: %(message)s")
+    upstreams = load_config(args.config)
+    limits = Limits(timeout_s=args.timeout, memory_bytes=args.memory * 1024 * 1024)
+    proxy = CodeModeProxy({u.name: u.server() for u in upstreams}, limits=limits)
+
+    def say(text: str) -> None:
+        print(f"tooliscode mcp: {text}", file=sys.stderr, flush=True)
+
+    try:
+        asyncio.run(proxy.run(args.transport, args.host, args.port, say=say))
+    except UpstreamError as exc:
+        targets = {u.name: u.target for u in upstreams}
+        for name, why in exc.failures.items():
+            say(f"the server {name!r} ({targets[name]}) failed to start: {why}")
+        return 1
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "repl": Command("run cells over a tool collection and see exactly what the model sees",
                     _repl_arguments, _repl),
+    "mcp": Command("serve code mode over MCP: one run_python tool (and search_tools) fronting "
+                   "the MCP servers of a config file", _mcp_arguments, _mcp),
 }
 
 _DEFAULT = "repl"

@@ -3,51 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from tooliscode import Limits, MCPServer, Session
 
 pytest.importorskip("mcp")
 
-
-def _installed(script: str) -> str:
-    found = Path(sys.executable).with_name(script)
-    path = str(found) if found.exists() else shutil.which(script)
-    if path is None:
-        pytest.skip(f"{script} is not installed (pip install {script})")
-    return path
+from mcp_servers import git_repo, installed
 
 
 @pytest.fixture(scope="module")
 def time_server():
-    with MCPServer.stdio(_installed("mcp-server-time"), ["--local-timezone", "UTC"]) as server:
+    with MCPServer.stdio(installed("mcp-server-time"), ["--local-timezone", "UTC"]) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    path = tmp_path_factory.mktemp("repo")
-
-    def git(*args):
-        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    for i, (author, name) in enumerate([("Ada", "a.txt"), ("Bob", "b.txt"), ("Ada", "c.txt")]):
-        (path / name).write_text(f"file {i}\n")
-        git("add", name)
-        git("-c", f"user.name={author}", "-c", f"user.email={author.lower()}@example.org",
-            "commit", "-q", "-m", f"add {name}")
-    (path / "a.txt").write_text("changed\n")
-    return path
+    return git_repo(tmp_path_factory.mktemp("repo"))
 
 
 @pytest.fixture(scope="module")
 def git_server(repo):
-    with MCPServer.stdio(_installed("mcp-server-git"), ["--repository", str(repo)]) as server:
+    with MCPServer.stdio(installed("mcp-server-git"), ["--repository", str(repo)]) as server:
         yield server
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,7 +11,34 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 INVENTORY = str(Path(__file__).with_name("inventory.py"))
+
+
+def installed(script: str) -> str:
+    """The path of a console script installed beside this Python (a PyPI MCP server), or skip."""
+    found = Path(sys.executable).with_name(script)
+    path = str(found) if found.exists() else shutil.which(script)
+    if path is None:
+        pytest.skip(f"{script} is not installed (pip install {script})")
+    return path
+
+
+def git_repo(path: Path) -> Path:
+    """A repository with three commits (by Ada, Bob, Ada) and `a.txt` changed, not staged."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    for i, (author, name) in enumerate([("Ada", "a.txt"), ("Bob", "b.txt"), ("Ada", "c.txt")]):
+        (path / name).write_text(f"file {i}\n")
+        git("add", name)
+        git("-c", f"user.name={author}", "-c", f"user.email={author.lower()}@example.org",
+            "commit", "-q", "-m", f"add {name}")
+    (path / "a.txt").write_text("changed\n")
+    return path
 
 
 def free_port() -> int:

@@ -1,0 +1,383 @@
+"""`CodeModeProxy`: an MCP server that gives any MCP client code mode over other MCP servers.
+
+The client sees two tools. `run_python` runs code in which every upstream server's tools are
+functions (`git.git_log(...)`), so the model loops, filters and combines their results there
+and reads back only what it prints. `search_tools` finds tools and returns their Python stubs
+without spending a code call. Each client session has its own interpreter.
+
+Built on the SDK's low-level server: the code tool's schema and description must be exactly
+the ones every other integration gives (the description carries the catalog, since many
+clients ignore server instructions), which the decorator API would derive from a signature.
+
+Sessions: stdio serves one client, so one interpreter. Streamable HTTP keys interpreters by
+the MCP session id, closed when the client's session ends (or after `idle_timeout_s`). The
+2026-07-28 protocol has no sessions at all, so over HTTP the proxy advertises only the
+handshake-era versions (as stateful servers of the other SDKs do) and `mode="auto"` clients
+open a session; a client pinned to 2026-07-28 gets a fresh interpreter per call, told so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from typing_extensions import Self
+
+from .codegen import ToolStub
+from .codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
+from .errors import ToolIsCodeError
+from .limits import Limits
+from .mcp import MCPServer
+from .toolset import ToolIsCode
+
+__all__ = ["SEARCH_TOOL_NAME", "CodeModeProxy", "Reply", "UpstreamError"]
+
+_log = logging.getLogger("tooliscode")
+
+SEARCH_TOOL_NAME = "search_tools"
+_SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words that describe the tools you need."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
+                  "description": "How many tools to return at most."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+_SEARCH_DESCRIPTION = (
+    f"Find tools you can call inside `{CODE_TOOL_NAME}` by words in their names and "
+    "descriptions. Returns each match as a Python stub (signature, types and docs), best first. "
+    f"Use it when the catalog in `{CODE_TOOL_NAME}`'s description does not show the tool you "
+    "need in full.")
+_STATELESS_NOTE = ("[note] this connection has no MCP session (protocol 2026-07-28), so this "
+                   "call ran in a fresh Python session: nothing is kept for the next call.")
+_SERVER_NOTE_CHARS = 1_500
+_STATE_KEY = "tooliscode.session"
+_LINE_LIMIT = 256 * 1024 * 1024
+"""The longest message a stdio client may send (a cell's code travels in one line)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one tool call answers the client: text, flagged when the call failed."""
+
+    text: str
+    is_error: bool = False
+
+
+class UpstreamError(ToolIsCodeError):
+    """Upstream servers failed to start: `failures` maps each one's name to the reason."""
+
+    def __init__(self, failures: Mapping[str, str]):
+        self.failures = dict(failures)
+        lines = [f"the MCP server {name!r} failed to start: {why}" for name, why in failures.items()]
+        super().__init__("\n".join(lines))
+
+
+class CodeModeProxy:
+    """Upstream MCP servers behind one code tool and a tool search, served over MCP.
+
+    `servers` maps a name (used in messages) to an unstarted `MCPServer`; their namespaces are
+    what the code calls them by. `async with proxy:` starts them all (every one must start)
+    and closes them, and every interpreter, at the end. Then `await proxy.serve_stdio()` or
+    `await proxy.serve_http(host, port)`, or `proxy.server(http=...)` for your own transport.
+    """
+
+    def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
+                 idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
+                 name: str = "tooliscode"):
+        if not servers:
+            raise ValueError("CodeModeProxy needs at least one MCP server")
+        self.servers = dict(servers)
+        self.name = name
+        self.limits = limits or Limits()
+        self.idle_timeout_s = idle_timeout_s
+        self.max_sessions = max_sessions
+        self._toolset: ToolIsCode | None = None
+        self._instructions = ""
+        self._calls = itertools.count(1)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every upstream server at once; if any fails, stop the others and raise
+        `UpstreamError` naming each failure."""
+        names = list(self.servers)
+        try:
+            outcomes = await asyncio.gather(*(self.servers[n].astart() for n in names),
+                                            return_exceptions=True)
+        except BaseException:  # cancelled while starting: stop what did start
+            await self._close_servers()
+            raise
+        failures = {n: _reason(o) for n, o in zip(names, outcomes) if isinstance(o, BaseException)}
+        if failures:
+            await self._close_servers()
+            raise UpstreamError(failures)
+        tools = [tool for server in self.servers.values() for tool in server.tools()]
+        self._toolset = ToolIsCode(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
+                                   max_sessions=self.max_sessions)
+        notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
+                 for s in self.servers.values() if s.instructions]
+        self._instructions = instructions(self._toolset.registry, CODE_TOOL_NAME, notes=notes)
+
+    async def close(self) -> None:
+        """Close every interpreter, then every upstream server."""
+        toolset, self._toolset = self._toolset, None
+        if toolset is not None:
+            await asyncio.to_thread(toolset.close)
+        await self._close_servers()
+
+    async def _close_servers(self) -> None:
+        await asyncio.gather(*(s.aclose() for s in self.servers.values()), return_exceptions=True)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def toolset(self) -> ToolIsCode:
+        """The code tool over the upstream tools (the proxy must be started)."""
+        if self._toolset is None:
+            raise RuntimeError("the proxy is not started: use `async with proxy:`")
+        return self._toolset
+
+    @property
+    def instructions(self) -> str:
+        """How to use the code tool and the tool catalog: the server's instructions and the
+        code tool's description."""
+        self.toolset  # noqa: B018 - raises when not started
+        return self._instructions
+
+    async def run(self, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, *,
+                  say: Callable[[str], None] | None = None) -> None:
+        """Start, serve over `transport` ("stdio" or "http") until the client leaves (stdio),
+        SIGTERM or SIGINT, then close everything. `say(text)` hears how it goes."""
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        say = say or (lambda text: None)
+        url = f"http://{host}:{port}/mcp"
+        cancels: list[asyncio.Future[Any] | None] = [asyncio.current_task()]
+        stopped = _on_signals(lambda: cancels[-1] and cancels[-1].cancel())
+        try:
+            async with self:
+                names = ", ".join(s.namespace for s in self.servers.values())
+                say(f"{len(self.toolset.registry)} tools from {names}")
+                serving = asyncio.ensure_future(
+                    self.serve_stdio() if transport == "stdio" else
+                    self.serve_http(host, port, ready=lambda: say(f"serving {url}")))
+                cancels.append(serving)  # a signal now stops the serving, not the closing
+                try:
+                    await serving
+                finally:
+                    cancels.append(None)
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+
+    # -- the MCP server -----------------------------------------------------------------------
+
+    def server(self, *, http: bool = False) -> Any:
+        """The SDK's low-level `Server` offering the two tools. `http=True` keys interpreters
+        by MCP session and steers clients to the handshake era, which has sessions."""
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
+
+        from . import __version__
+
+        tools = [
+            types.Tool(name=CODE_TOOL_NAME, description=self.instructions,
+                       input_schema=CODE_TOOL_SCHEMA,
+                       annotations=types.ToolAnnotations(read_only_hint=False,
+                                                         open_world_hint=True)),
+            types.Tool(name=SEARCH_TOOL_NAME, description=_SEARCH_DESCRIPTION,
+                       input_schema=_SEARCH_SCHEMA,
+                       annotations=types.ToolAnnotations(read_only_hint=True,
+                                                         open_world_hint=False)),
+        ]
+
+        async def list_tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=tools)
+
+        async def call_tool(ctx: Any, params: Any) -> Any:
+            reply = await self.call(params.name, params.arguments or {}, ctx if http else None)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=reply.text)],
+                                        is_error=reply.is_error)
+
+        server = Server(self.name, version=__version__, instructions=self.instructions,
+                        on_list_tools=list_tools, on_call_tool=call_tool)
+        if http:
+            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+            async def discover(ctx: Any, params: Any) -> Any:
+                return types.DiscoverResult(
+                    supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+                    capabilities=server.get_capabilities(), instructions=self.instructions)
+
+            server.add_request_handler("server/discover", types.RequestParams, discover)
+        return server
+
+    async def serve_stdio(self) -> None:
+        """Serve one client on this process's stdin and stdout until it disconnects."""
+        from mcp.server.stdio import stdio_server
+
+        server = self.server()
+        async with stdio_server(stdin=await _stdin_lines()) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *,
+                         path: str = "/mcp", ready: Any = None) -> None:
+        """Serve streamable HTTP at `http://host:port/path` until cancelled (or, in the main
+        thread, SIGINT / SIGTERM); `ready()` is called once the socket listens."""
+        import uvicorn
+
+        app = self.server(http=True).streamable_http_app(
+            streamable_http_path=path, host=host,
+            session_idle_timeout=self.idle_timeout_s, max_sessions=self.max_sessions)
+        web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        serving = asyncio.ensure_future(web.serve())
+        try:
+            while not web.started and not serving.done():
+                await asyncio.sleep(0.02)
+            if web.started and ready is not None:
+                ready()
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            web.should_exit = True  # a graceful stop: open sessions end, their interpreters close
+            await serving
+            raise
+
+    # -- the two tools ------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, Any],
+                   ctx: Any = None) -> Reply:
+        """Run one tool call of the client.
+
+        `ctx` is the request context of an HTTP request (it picks the interpreter), or `None`
+        for the one interpreter of a stdio server.
+        """
+        if name == SEARCH_TOOL_NAME:
+            return self.search(arguments)
+        if name != CODE_TOOL_NAME:
+            return Reply(f"there is no tool {name!r} here: use {CODE_TOOL_NAME} (code calling "
+                         f"the tools) or {SEARCH_TOOL_NAME}", is_error=True)
+        code = arguments.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return Reply(f"{CODE_TOOL_NAME} needs `code`: Python source as a string, for "
+                         'example {"code": "print(1 + 1)"}', is_error=True)
+        key, stateless = self._key(ctx)
+        item = {"type": "function_call", "call_id": f"mcp_{next(self._calls)}",
+                "name": CODE_TOOL_NAME, "arguments": json.dumps({"code": code})}
+        try:
+            out = await self.toolset.atool_call(item, key=key)
+        finally:
+            if stateless:
+                await asyncio.to_thread(self.toolset.drop, key)
+        failed = out.result is None or not out.result.ok
+        return Reply(f"{_STATELESS_NOTE}\n{out.text}" if stateless else out.text, failed)
+
+    def search(self, arguments: Mapping[str, Any]) -> Reply:
+        """`search_tools`: the stubs of the best matches, as text."""
+        query, limit = arguments.get("query"), arguments.get("limit", 5)
+        if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
+            return Reply('search_tools needs `query`, a string, and optionally `limit`, an '
+                         'integer: {"query": "git log", "limit": 5}', is_error=True)
+        found = self.toolset.registry.search(query, max(1, min(limit, 50)))
+        if not found:
+            return Reply(f"No tool matched {query!r}; try other words (the description of "
+                         f"{CODE_TOOL_NAME} lists the tools).")
+        head = (f"{len(found)} tool{'s' if len(found) > 1 else ''} matching {query!r}, best "
+                f"first; in {CODE_TOOL_NAME} code, call each by the name in its `#` line:")
+        return Reply("\n\n".join([head, *(f"# {t.qualified_name}\n"
+                                          f"{ToolStub.of(t).source(header=False)}"
+                                          for t in found)]))
+
+    def _key(self, ctx: Any) -> tuple[Hashable, bool]:
+        """The interpreter's key for a request, and whether it lives for this call only."""
+        if ctx is None:
+            return None, False
+        request = getattr(ctx, "request", None)
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if not session_id:
+            return f"stateless-{uuid.uuid4().hex}", True
+        key = ("mcp-session", session_id)
+        # The SDK's per-connection cleanup hook; mcp 2.3 reaches it only through the session.
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and not connection.state.get(_STATE_KEY):
+            connection.state[_STATE_KEY] = key
+            connection.exit_stack.push_async_callback(asyncio.to_thread, self._drop, key)
+        return key, False
+
+    def _drop(self, key: Hashable) -> None:
+        toolset = self._toolset
+        if toolset is not None and toolset.drop(key):
+            _log.info("closed the Python session of MCP session %s", key[1])
+
+
+def _on_signals(stop: Callable[[], object]) -> list[int]:
+    """Call `stop()` on SIGTERM and SIGINT (where the loop can listen for them); the returned
+    list collects the signals received."""
+    import signal
+
+    received: list[int] = []
+
+    def handle(sig: int) -> None:
+        received.append(sig)
+        stop()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, handle, sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
+            pass
+    return received
+
+
+async def _stdin_lines() -> Any:
+    """stdin as async lines read on the event loop, or `None` (the SDK's default) when it is
+    a file. The SDK reads stdin in a thread that cancelling cannot stop, so a server told to
+    stop (SIGTERM) would wait for the client's next line."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    pipe = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    except (ValueError, OSError, NotImplementedError):  # a regular file; Windows
+        pipe.close()
+        return None
+
+    async def lines() -> AsyncIterator[str]:
+        while line := await reader.readline():
+            yield line.decode("utf-8", errors="replace")
+
+    return lines()
+
+
+def _cut(text: str | None, limit: int = _SERVER_NOTE_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost messages of an error, without the task-group wrappers around them."""
+    inner = getattr(exc, "exceptions", None)  # an (anyio) exception group
+    if isinstance(inner, (list, tuple)) and inner:
+        return "; ".join(dict.fromkeys(_reason(e) for e in inner))
+    text = str(getattr(exc, "message", "") or exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
+    if text == "Connection closed":
+        text += " (the server exited or closed its output; its error output, if any, is above)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
