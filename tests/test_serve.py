@@ -192,6 +192,22 @@ def test_a_two_turn_conversation_shows_the_upstream_its_calls_and_their_results(
         "get_weather(city='Rome') returned:\n{\"temp\": 25}")
 
 
+def test_earlier_calls_read_back_with_the_names_the_model_knows():
+    odd = _tool("filter", "Filter rows.", {"class": {"type": "string"},
+                                           "max-rows": {"type": "integer"}}, ["class"])
+    history = [*ASK, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "filter", "arguments": "{\"class\": \"a\", \"max-rows\": 2}"}}]},
+               {"role": "tool", "tool_call_id": "c1",
+                "content": [{"type": "text", "text": "two rows"}]}]
+    with serving([say("Done.")]) as (server, upstream):
+        client(server).chat.completions.create(model="m", messages=history, tools=[odd])
+    seen = upstream.requests[0].body["messages"]
+    assert "def filter_(class_: str, max_rows: int | None = None)" in seen[0]["content"]
+    assert seen[2]["content"] == "```python\nfilter_(class_='a', max_rows=2)\n```"
+    assert "filter_(class_='a', max_rows=2) returned:\ntwo rows" in seen[3]["content"]
+
+
 # -- streaming -------------------------------------------------------------------------------
 
 def test_streamed_tool_calls_and_text_parse_in_the_openai_client():
@@ -366,6 +382,10 @@ def test_the_request_log_holds_no_secrets(tmp_path):
         "type": "function", "function": {"name": "nope"}}}).encode(), 400, "not among"),
     (json.dumps({"model": "m", "messages": ASK, "tools": TOOLS, "n": 2}).encode(), 400,
      "n > 1"),
+    (b"[" * 1000 + b"]" * 20, 400, "not valid JSON: maximum recursion depth"),
+    (b"\xff\xfe{}", 400, "not valid JSON"),
+    (json.dumps({"model": "m", "messages": ASK, "tools": [_tool("t", "", [1, 2], [])]}).encode(),
+     400, "tools[0]: TypeError"),
     (b"x" * 2048, 413, "the limit is 1,024"),
 ])
 def test_malformed_requests_get_a_clear_4xx_and_the_server_lives_on(body, status, says):

@@ -8,10 +8,12 @@ message. The model sees one consistent story: it writes code, and results come b
 from __future__ import annotations
 
 import json
+import keyword
 from collections.abc import Mapping
 from typing import Any
 
 from ..catalog import catalog
+from ..codegen import guest_spec
 from ..registry import ToolRegistry
 from ..tools import python_name
 
@@ -63,6 +65,8 @@ def text_of(content: Any) -> str:
 
 
 def _call_line(call: Any, registry: ToolRegistry | None) -> str:
+    """One call as the line of Python that makes it, with the parameter names the model's
+    stubs use (`class_=` for the key "class")."""
     function = call.get("function") if isinstance(call, Mapping) else None
     if not isinstance(function, Mapping):
         return "# (a tool call without a function)"
@@ -76,8 +80,10 @@ def _call_line(call: Any, registry: ToolRegistry | None) -> str:
         return f"{shown}(**{raw!r})  # arguments that were not valid JSON"
     if not isinstance(arguments, Mapping):
         return f"{shown}(**{arguments!r})"
-    if all(isinstance(k, str) and k.isidentifier() for k in arguments):
-        return f"{shown}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    names = {key: param for param, key in guest_spec(tool)["keys"].items()} if tool else {}
+    named = {names.get(k, k): v for k, v in arguments.items()}
+    if all(isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in named):
+        return f"{shown}({', '.join(f'{k}={v!r}' for k, v in named.items())})"
     return f"{shown}(**{dict(arguments)!r})"
 
 

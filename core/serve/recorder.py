@@ -8,7 +8,7 @@ host notes the call and returns None. The notes become the response's `tool_call
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..limits import Limits
@@ -16,7 +16,7 @@ from ..registry import ToolRegistry
 from ..session import Session
 from .shapes import call_id
 
-__all__ = ["Recorded", "record_calls"]
+__all__ = ["Recorded", "record_calls", "stand_in"]
 
 _MISTAKES = frozenset({"ToolArgumentError", "ToolError", "NameError", "SyntaxError",
                        "IndentationError", "TabError"})
@@ -37,8 +37,9 @@ class Recorded:
     the model shows the user, say), so it has no error here."""
 
 
-def _placeholder(**_: Any) -> None:
-    return None
+def stand_in(**_: Any) -> None:
+    """The function of every tool here: the call is recorded by the session; the result,
+    which only the client can produce, comes later."""
 
 
 def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -47,11 +48,9 @@ def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Recorded:
-    """Run `cells` in a fresh sandbox whose tools record their calls."""
-    stand_ins = ToolRegistry([replace(t, function=_placeholder, validate=None)
-                              for t in registry])
+    """Run `cells` in a fresh sandbox over `registry`, whose tools are `stand_in`s."""
     recorded = Recorded()
-    with Session(stand_ins, limits=limits) as session:
+    with Session(registry, limits=limits) as session:
         for cell in cells:
             result = session.run(cell)
             recorded.calls += [_as_tool_call(c.name, c.arguments) for c in result.tool_calls

@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..codegen import guest_spec
 from ..registry import ToolRegistry
 from ..tools import Tool
+from .recorder import stand_in
 from .shapes import ApiError
 
 __all__ = ["ChatRequest", "parse_request"]
@@ -25,7 +27,7 @@ class ChatRequest:
     body: dict[str, Any]
     """The request as the client sent it (with the default model filled in)."""
     registry: ToolRegistry | None = None
-    """The function tools of the request, or None when it has none."""
+    """The function tools of the request (as stand-ins that only record calls), or None."""
     choice: Literal["auto", "none", "required"] = "auto"
     """From `tool_choice`; a named function is "required" with `only` set."""
     only: str | None = None
@@ -75,9 +77,11 @@ def _tools(raw: Any) -> ToolRegistry:
             raise _bad(f"tools[{i}]: parameters must be a JSON Schema object",
                        f"tools[{i}].function.parameters")
         try:
-            tools.append(Tool.from_openai(spec))
-        except (ValueError, TypeError) as exc:
-            raise _bad(f"tools[{i}]: {exc}", f"tools[{i}]") from None
+            tool = Tool.from_openai(spec, function=stand_in)
+            guest_spec(tool)  # the schema is read here: a broken one fails now, not later
+        except Exception as exc:  # noqa: BLE001 - a schema is untrusted: anything may fail
+            raise _bad(f"tools[{i}]: {type(exc).__name__}: {exc}", f"tools[{i}]") from None
+        tools.append(tool)
     try:
         return ToolRegistry(tools)
     except ValueError as exc:

@@ -170,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, f"no route POST {path}", code="not_found")
         try:
             body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
         entry["request"] = body
         request = parse_request(body, self.app.config.model)
