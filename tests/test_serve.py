@@ -17,6 +17,7 @@ from typing import Any
 
 import openai
 import pytest
+from tooliscode import Limits
 from tooliscode.serve import ServeConfig, Server
 from tooliscode.testing import Reply, ScriptedServer, say
 
@@ -144,6 +145,18 @@ def test_after_the_repair_round_it_returns_what_it_has():
     assert len(up.requests) == 3
     assert choice.finish_reason == "stop" and not choice.message.tool_calls
     assert choice.message.content == "```python\nget_weather(city=1)\n```"
+
+
+def test_runaway_code_and_too_many_calls_are_repaired_too():
+    script = [say("```python\nwhile True:\n    pass\n```"),
+              say("```python\nfor i in range(5):\n    get_weather(city=str(i))\n```"),
+              say("```python\nget_weather(city='Paris')\n```")]
+    with serving(script, repairs=2, limits=Limits(timeout_s=1.0, tool_calls=3)) as (server, up):
+        message = client(server).chat.completions.create(
+            model="m", messages=ASK, tools=TOOLS).choices[0].message
+    assert calls_of(message) == [("get_weather", {"city": "Paris"})]
+    assert "still running after 1 s" in up.requests[1].body["messages"][-1]["content"]
+    assert "limit of 3 tool calls" in up.requests[2].body["messages"][-1]["content"]
 
 
 def test_a_reply_without_code_is_the_final_answer():

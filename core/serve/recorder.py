@@ -7,6 +7,7 @@ host notes the call and returns None. The notes become the response's `tool_call
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from ..session import Session
 from .shapes import call_id
 
 __all__ = ["Recorded", "record_calls", "stand_in"]
+
+_closer = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tooliscode-serve-close")
 
 _MISTAKES = frozenset({"ToolArgumentError", "ToolError", "NameError", "SyntaxError",
                        "IndentationError", "TabError"})
@@ -50,7 +53,8 @@ def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Recorded:
     """Run `cells` in a fresh sandbox over `registry`, whose tools are `stand_in`s."""
     recorded = Recorded()
-    with Session(registry, limits=limits) as session:
+    session = Session(registry, limits=limits)
+    try:
         for cell in cells:
             result = session.run(cell)
             recorded.calls += [_as_tool_call(c.name, c.arguments) for c in result.tool_calls
@@ -59,4 +63,7 @@ def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Re
                 if result.error_type in _MISTAKES or result.restarted:
                     recorded.error = result.error or "the code failed"
                 break
+    finally:
+        # An interpreter takes about 0.1 s to wind down: the answer need not wait for it.
+        _closer.submit(session.close)
     return recorded
