@@ -319,6 +319,11 @@ def test_tool_choice_none_required_named_and_one_call_at_a_time():
 def test_models_are_the_upstreams_or_the_configured_one():
     with serving([]) as (server, _):
         assert [m.id for m in client(server).models.list()] == ["scripted"]
+        # only model routes reach the upstream
+        for path in ("/models/../chat", "/models/%2e%2e/x", "/embeddings"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(server.base_url + path, timeout=30)
+            assert refused.value.code == 404
     dead = _free_port()
     with Server(ServeConfig(upstream=f"http://127.0.0.1:{dead}/v1", port=0,
                             model="qwq")) as server:
@@ -454,3 +459,45 @@ def test_the_command_serves_until_interrupted(tmp_path):
             assert process.wait(timeout=30) == 0
             process.stderr.close()
     assert json.loads((tmp_path / "log.jsonl").read_text())["status"] == 200
+
+
+def test_an_upstream_stream_that_stalls_ends_in_an_error_event():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Event, Thread
+
+    release = Event()
+
+    class Stalling(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "delta": {"content": "Hel"},
+                                  "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            release.wait(10)
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
+    upstream.daemon_threads = True
+    Thread(target=upstream.serve_forever, args=(0.05,), daemon=True).start()
+    config = ServeConfig(upstream=f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0,
+                         timeout_s=0.5)
+    try:
+        with Server(config) as server:
+            stream = client(server).chat.completions.create(model="m", messages=ASK,
+                                                            stream=True)
+            seen = []
+            with pytest.raises(openai.APIError, match="the upstream's stream broke off"):
+                for chunk in stream:
+                    seen.append(chunk.choices[0].delta.content)
+            assert seen == ["Hel"]
+    finally:
+        release.set()
+        upstream.shutdown()
+        upstream.server_close()

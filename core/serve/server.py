@@ -7,6 +7,7 @@ are answered here (see `completion`); the others are forwarded to the upstream u
 from __future__ import annotations
 
 import hmac
+import http.client
 import json
 import logging
 import threading
@@ -24,7 +25,7 @@ from .prompt import history
 from .request import parse_request
 from .requestlog import RequestLog, headers_for_log
 from .shapes import ApiError, chunks, completion, sse
-from .upstream import Upstream, UpstreamResponse
+from .upstream import Upstream, UpstreamError, UpstreamResponse
 
 __all__ = ["ServeConfig", "Server"]
 
@@ -148,10 +149,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _get(self, entry: dict[str, Any]) -> None:
         path = self.path.split("?")[0].rstrip("/")
-        if path not in _MODELS and not path.startswith(tuple(p + "/" for p in _MODELS)):
+        upstream_path = _models_path(path)
+        if upstream_path is None:
             raise ApiError(404, f"no route GET {path}", code="not_found")
         try:
-            answer = self.app.upstream.call("GET", path.removeprefix("/v1") or "/")
+            answer = self.app.upstream.call("GET", upstream_path)
         except ApiError:
             if path not in _MODELS or not self.app.config.model:
                 raise
@@ -199,7 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, route: Any) -> None:
         """Run a route; whatever goes wrong becomes an error response, never a dead server."""
         started = time.monotonic()
-        self._body_read = False  # one handler serves every request of a kept-alive connection
+        # One handler serves every request of a kept-alive connection: reset what is per request.
+        self._body_read = self._streaming = False
         entry: dict[str, Any] = {"client": self.client_address[0], "method": self.command,
                                  "path": self.path, "headers": headers_for_log(
                                      self.headers.items())}
@@ -207,22 +210,32 @@ class _Handler(BaseHTTPRequestHandler):
             self._authorize()
             route(entry)
         except ApiError as error:
-            entry["error"] = error.message
-            if not self._body_read and self.command != "GET":
-                self.close_connection = True  # an unread body would spoil the connection
-            self._json(error.status, error.body(), entry)
+            self._fail(error, entry)
         except (BrokenPipeError, ConnectionResetError):
             entry["error"] = "the client went away"
             self.close_connection = True
         except Exception as exc:  # one bad request must not stop the server
             log.exception("tooliscode serve: %s %s failed", self.command, self.path)
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-            self._json(500, ApiError(500, f"internal error: {type(exc).__name__}: {exc}",
-                                     kind="server_error").body(), entry)
+            self._fail(ApiError(500, f"internal error: {type(exc).__name__}: {exc}",
+                                kind="server_error"), entry)
         finally:
             entry["ms"] = round((time.monotonic() - started) * 1000, 1)
             if self.app.request_log is not None:
                 self.app.request_log.write(entry)
+
+    def _fail(self, error: ApiError, entry: dict[str, Any]) -> None:
+        entry["error"] = error.message
+        if self._streaming:  # too late for a status: an error event, which clients raise
+            entry["status"] = error.status
+            try:
+                self.wfile.write(sse(error.body()))
+                self.wfile.flush()
+            except OSError:
+                pass
+            return
+        if not self._body_read and self.command != "GET":
+            self.close_connection = True  # an unread body would spoil the connection
+        self._json(error.status, error.body(), entry)
 
     def _authorize(self) -> None:
         expected = self.app.config.api_key
@@ -268,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _start_events(self, status: int, entry: dict[str, Any]) -> None:
         """Headers of a server-sent event stream, which ends when the connection closes."""
         entry["status"] = status
-        self.close_connection = True
+        self.close_connection = self._streaming = True
         self.send_response(status)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -300,10 +313,31 @@ class _Handler(BaseHTTPRequestHandler):
             response.close()
 
 
+def _models_path(path: str) -> str | None:
+    """The upstream path for a model list or model request (ids may hold slashes:
+    `org/model`); None for anything else, so no other upstream route is reachable."""
+    for prefix in _MODELS:
+        if path == prefix:
+            return "/models"
+        if path.startswith(prefix + "/"):
+            segments = path[len(prefix) + 1:].split("/")
+            if any(s in ("", ".", "..") or "%" in s for s in segments):
+                return None
+            return "/models/" + "/".join(segments)
+    return None
+
+
 def _copy_lines(response: UpstreamResponse, out: Any) -> int:
     """Copy an event stream line by line, flushing at each event's end."""
     copied = 0
-    while line := response.readline():
+    while True:
+        try:
+            line = response.readline()
+        except (OSError, http.client.HTTPException) as exc:  # a timeout is an OSError
+            raise UpstreamError(502, f"the upstream's stream broke off: {exc!r}",
+                                kind="api_error") from exc
+        if not line:
+            break
         out.write(line)
         copied += len(line)
         if line in (b"\n", b"\r\n"):

@@ -6,6 +6,7 @@ upstream adds to its API (extra fields, its own streaming events) reaches the cl
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -87,8 +88,8 @@ class Upstream:
         try:
             raw = response.read()
             status = response.status
-        except (TimeoutError, OSError) as exc:
-            raise UpstreamError(502, f"the upstream's answer broke off: {exc}",
+        except (OSError, http.client.HTTPException) as exc:  # a timeout is an OSError
+            raise UpstreamError(502, f"the upstream's answer broke off: {exc!r}",
                                 kind="api_error") from exc
         finally:
             response.close()
