@@ -398,6 +398,8 @@ def test_the_request_log_holds_no_secrets(tmp_path):
                 ).encode(), 400, "tool_choice must be"),
     (json.dumps({"model": "m", "messages": ASK, "tools": TOOLS, "tool_choice": {
         "type": "function", "function": {"name": "nope"}}}).encode(), 400, "not among"),
+    (json.dumps({"model": "m", "messages": ASK, "tools": TOOLS, "tool_choice": {
+        "type": "function", "function": "get_weather"}}).encode(), 400, "tool_choice must be"),
     (json.dumps({"model": "m", "messages": ASK, "tools": TOOLS, "n": 2}).encode(), 400,
      "n > 1"),
     (b"[" * 1000 + b"]" * 20, 400, "not valid JSON: maximum recursion depth"),

@@ -92,7 +92,8 @@ def _choice(request: ChatRequest, raw: Any) -> None:
     if raw is None or raw in ("auto", "none", "required"):
         request.choice = raw or "auto"
         return
-    name = raw.get("function", {}).get("name") if isinstance(raw, Mapping) else None
+    function = raw.get("function") if isinstance(raw, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
     if not isinstance(name, str):
         raise _bad('tool_choice must be "auto", "none", "required" or {"type": "function", '
                    '"function": {"name": ...}}', "tool_choice")

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "ApiError", "call_id", "chunks", "completion"]
+__all__ = ["Answer", "ApiError", "add_usage", "call_id", "chunks", "completion", "sse"]
 
 _PIECE = 256
 """Characters per streamed text delta."""
+_NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
 class ApiError(Exception):
@@ -79,14 +80,14 @@ def _pieces(text: str) -> Iterator[str]:
 
 def chunks(answer: Answer, include_usage: bool = False) -> Iterator[dict[str, Any]]:
     """The same answer as `chat.completion.chunk`s, in the order the API streams them."""
+    head = {"id": answer.id, "object": "chat.completion.chunk", "created": answer.created,
+            "model": answer.model}
+    if include_usage:
+        head["usage"] = None  # on every chunk but the last, as the API does
+
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "id": answer.id, "object": "chat.completion.chunk", "created": answer.created,
-            "model": answer.model, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                "finish_reason": finish}]}
-        if include_usage:
-            body["usage"] = None
-        return body
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish}]}
 
     yield chunk({"role": "assistant", "content": ""})
     for piece in _pieces(answer.reasoning or ""):
@@ -101,11 +102,7 @@ def chunks(answer: Answer, include_usage: bool = False) -> Iterator[dict[str, An
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, answer.finish_reason)
     if include_usage:
-        yield {"id": answer.id, "object": "chat.completion.chunk", "created": answer.created,
-               "model": answer.model, "choices": [], "usage": answer.usage or _NO_USAGE}
-
-
-_NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        yield {**head, "choices": [], "usage": answer.usage or _NO_USAGE}
 
 
 def add_usage(total: dict[str, int] | None, more: Any) -> dict[str, int] | None:
