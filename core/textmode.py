@@ -26,6 +26,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from .binding import Callback
 from .catalog import catalog
 from .codetool import LLM_QUERY_NOTE
 from .result import CellResult
@@ -208,7 +209,7 @@ class TextMode:
     sessions; `key=` picks the conversation as in `ToolIsCode.tool_call`.
     """
 
-    def __init__(self, tools: Iterable[Any] = (), callback: Any = None, *,
+    def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
                  toolset: ToolIsCode | None = None, catalog_chars: int = 6_000, **options: Any):
         if toolset is not None and (tools or callback is not None or options):
             raise ValueError("pass either toolset= or the tools and their options, not both")
