@@ -14,13 +14,14 @@ from .mcp import MCPServer
 from .registry import ToolRegistry
 from .result import CellResult, ToolCallRecord
 from .session import Session
+from .textmode import TextMode, TextTurn, extract_code
 from .tools import Tool, as_tool
 from .toolset import ToolIsCode, ToolOutput
 
 __all__ = [
     "CellResult", "FileInfo", "Limits", "MCPServer", "RuntimeIntegrityError", "RuntimeNotFound",
-    "Session", "SessionClosed", "Tool", "ToolCallRecord", "ToolError", "ToolIsCode",
-    "ToolIsCodeError", "ToolOutput", "ToolRegistry",
-    "as_tool", "to_json_value",
+    "Session", "SessionClosed", "TextMode", "TextTurn", "Tool", "ToolCallRecord", "ToolError",
+    "ToolIsCode", "ToolIsCodeError", "ToolOutput", "ToolRegistry",
+    "as_tool", "extract_code", "to_json_value",
 ]
 __version__ = "0.1.0"

@@ -118,11 +118,26 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    from .serve.command import arguments
+
+    arguments(parser)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve.command import run
+
+    return run(args)
+
+
 COMMANDS: dict[str, Command] = {
     "repl": Command("run cells over a tool collection and see exactly what the model sees",
                     _repl_arguments, _repl),
     "mcp": Command("serve code mode over MCP: one run_python tool (and search_tools) fronting "
                    "the MCP servers of a config file", _mcp_arguments, _mcp),
+    "serve": Command("an OpenAI-compatible server giving tool calling to an upstream model "
+                     "without it: the model writes Python, its calls become tool_calls",
+                     _serve_arguments, _serve),
 }
 
 _DEFAULT = "repl"

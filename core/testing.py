@@ -34,11 +34,13 @@ class Reply:
 
     text: str | None = None
     calls: tuple[tuple[str, str], ...] = ()
+    reasoning: str | None = None
+    """Sent apart from the text, as reasoning APIs do (`reasoning_content`, Chat only)."""
 
 
-def say(text: str) -> Reply:
+def say(text: str, reasoning: str | None = None) -> Reply:
     """A turn that only answers."""
-    return Reply(text=text)
+    return Reply(text=text, reasoning=reasoning)
 
 
 def call(name: str, arguments: dict[str, Any] | str, *more: tuple[str, dict[str, Any] | str],
@@ -60,6 +62,8 @@ class ScriptedRequest:
     api: Api
     body: dict[str, Any]
     index: int
+    headers: dict[str, str] = field(default_factory=dict)
+    """The HTTP headers, names in lower case."""
 
     @property
     def stream(self) -> bool:
@@ -108,7 +112,7 @@ class ScriptedServer:
         handler = type("Handler", (_Handler,), {"server_ref": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="scripted-openai",
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="scripted-openai",
                          daemon=True).start()
         return self
 
@@ -124,9 +128,10 @@ class ScriptedServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def next_reply(self, api: Api, body: dict[str, Any]) -> Reply | None:
+    def next_reply(self, api: Api, body: dict[str, Any],
+                   headers: dict[str, str] | None = None) -> Reply | None:
         with self._lock:
-            request = ScriptedRequest(api, body, len(self.requests))
+            request = ScriptedRequest(api, body, len(self.requests), headers or {})
             self.requests.append(request)
             if callable(self.script):
                 return self.script(request)
@@ -155,7 +160,8 @@ class _Handler(BaseHTTPRequestHandler):
         if api is None:
             return self._error(404, f"no route {self.path}")
         try:
-            reply = self.server_ref.next_reply(api, body)
+            reply = self.server_ref.next_reply(
+                api, body, {k.lower(): v for k, v in self.headers.items()})
         except Exception as exc:  # noqa: BLE001 - a broken script shows as an API error
             return self._error(500, f"the script failed: {type(exc).__name__}: {exc}")
         if reply is None:
@@ -277,6 +283,8 @@ class _Shape:
     def chat(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.reply.text,
                                    "refusal": None}
+        if self.reply.reasoning is not None:
+            message["reasoning_content"] = self.reply.reasoning
         if self.reply.calls:
             message["tool_calls"] = [self._chat_call(i, n, a)
                                      for i, (n, a) in enumerate(self.reply.calls)]
@@ -294,6 +302,8 @@ class _Shape:
 
     def chat_chunks(self) -> Iterator[dict[str, Any]]:
         yield self._chunk({"role": "assistant", "content": "" if self.reply.text else None})
+        for piece in self._pieces(self.reply.reasoning or ""):
+            yield self._chunk({"reasoning_content": piece})
         for piece in self._pieces(self.reply.text or ""):
             yield self._chunk({"content": piece})
         for i, (name, arguments) in enumerate(self.reply.calls):

@@ -156,6 +156,11 @@ class ToolIsCode:
         return [code_tool, *copy.deepcopy(self._passthrough)]
 
     @property
+    def llm(self) -> LLM | None:
+        """The model callable behind `llm_query` in the sandbox, if one was given."""
+        return self._llm
+
+    @property
     def instructions(self) -> str:
         """The system prompt part: how to use the code tool, and the tool catalog."""
         if self._instructions is None:

@@ -1,0 +1,69 @@
+"""Running the model's code where every tool only records that it was called.
+
+The real tools live with the client, so the sandbox runs the code against stand-ins: the
+guest checks each call's arguments against the tool's schema, as it always does, and the
+host notes the call and returns None. The notes become the response's `tool_calls`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..limits import Limits
+from ..registry import ToolRegistry
+from ..session import Session
+from .shapes import call_id
+
+__all__ = ["Recorded", "record_calls", "stand_in"]
+
+_closer = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tooliscode-serve-close")
+
+_MISTAKES = frozenset({"ToolArgumentError", "ToolError", "NameError", "SyntaxError",
+                       "IndentationError", "TabError"})
+"""Errors that mean a call was wrong or never happened (bad arguments, no such tool, code that
+does not parse, the call limit). Others, after calls were made, come from code that used a
+call's result, which is None here: the calls themselves stand."""
+
+
+@dataclass
+class Recorded:
+    """What the code did."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """Chat Completions tool calls, in the order the code made them."""
+    error: str | None = None
+    """Why the code has to be fixed: set when a call was wrong or the code could not run.
+    Code that calls no tool and fails otherwise is not an attempt at calling tools (a snippet
+    the model shows the user, say), so it has no error here."""
+
+
+def stand_in(**_: Any) -> None:
+    """The function of every tool here: the call is recorded by the session; the result,
+    which only the client can produce, comes later."""
+
+
+def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": call_id(), "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
+
+
+def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Recorded:
+    """Run `cells` in a fresh sandbox over `registry`, whose tools are `stand_in`s."""
+    recorded = Recorded()
+    session = Session(registry, limits=limits)
+    try:
+        for cell in cells:
+            result = session.run(cell)
+            recorded.calls += [_as_tool_call(c.name, c.arguments) for c in result.tool_calls
+                               if c.ok]
+            if not result.ok:
+                if result.error_type in _MISTAKES or result.restarted:
+                    recorded.error = result.error or "the code failed"
+                break
+    finally:
+        # An interpreter takes about 0.1 s to wind down: the answer need not wait for it.
+        _closer.submit(session.close)
+    return recorded
