@@ -11,6 +11,7 @@ one (a server, an MCP proxy) is one entry.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -85,6 +86,10 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time limit of one cell")
     parser.add_argument("--memory", type=int, default=512, metavar="MB",
                         help="memory limit of each client's interpreter")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="HTTP: clients must send this key as Authorization: Bearer <key> "
+                             "(default: $TOOLISCODE_API_KEY; none: open to anyone who can "
+                             "connect)")
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -103,7 +108,8 @@ def _mcp(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="tooliscode mcp: %(message)s")
     upstreams = load_config(args.config)
     limits = Limits(timeout_s=args.timeout, memory_bytes=args.memory * 1024 * 1024)
-    proxy = CodeModeProxy({u.name: u.server() for u in upstreams}, limits=limits)
+    proxy = CodeModeProxy({u.name: u.server() for u in upstreams}, limits=limits,
+                          api_key=args.api_key or os.environ.get("TOOLISCODE_API_KEY"))
 
     def say(text: str) -> None:
         print(f"tooliscode mcp: {text}", file=sys.stderr, flush=True)

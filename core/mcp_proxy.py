@@ -31,6 +31,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from .apikey import require_key
 from .codegen import ToolStub
 from .codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
 from .errors import ToolIsCodeError
@@ -94,7 +95,7 @@ class CodeModeProxy:
 
     def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
                  idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                 name: str = "tooliscode"):
+                 name: str = "tooliscode", api_key: str | None = None):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
@@ -102,6 +103,8 @@ class CodeModeProxy:
         self.limits = limits or Limits()
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
+        self.api_key = api_key
+        """Over HTTP, clients must send it (`Authorization: Bearer <key>`); 401 otherwise."""
         self._toolset: ToolIsCode | None = None
         self._instructions = ""
         self._calls = itertools.count(1)
@@ -245,6 +248,8 @@ class CodeModeProxy:
         app = self.server(http=True).streamable_http_app(
             streamable_http_path=path, host=host,
             session_idle_timeout=self.idle_timeout_s, max_sessions=self.max_sessions)
+        if self.api_key:
+            app = require_key(app, self.api_key)
         web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         serving = asyncio.ensure_future(web.serve())
         try:

@@ -27,6 +27,7 @@ from tooliscode.mcp_proxy import CodeModeProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLISCODE = [sys.executable, "-m", "tooliscode.cli", "mcp"]
+API_KEY = "proxy-k3y"
 
 
 def _write(path: Path, servers: dict) -> str:
@@ -151,7 +152,8 @@ def http_proxy(tmp_path_factory):
         port = free_port()
         proc = subprocess.Popen([*TOOLISCODE, "--config", config, "--transport", "http",
                                  "--port", str(port)], cwd=ROOT, stderr=subprocess.PIPE,
-                                text=True, env={**os.environ, "SHOP_TOKEN": "t0ken"})
+                                text=True, env={**os.environ, "SHOP_TOKEN": "t0ken",
+                                                "TOOLISCODE_API_KEY": API_KEY})
         try:
             lines = []
             for line in proc.stderr:
@@ -168,8 +170,40 @@ def http_proxy(tmp_path_factory):
             assert proc.wait(20) == 0
 
 
+@contextlib.asynccontextmanager
+async def _with_key(url: str, key: str):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http, \
+            streamable_http_client(url, http_client=http) as streams:
+        yield streams
+
+
+def _keyed(url: str, key: str = API_KEY, **options) -> Client:
+    """The real client, sending the proxy's API key."""
+    return Client(_with_key(url, key), **options)
+
+
+async def test_http_clients_must_present_the_api_key(http_proxy):
+    import httpx2
+
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    async with httpx2.AsyncClient() as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"x-api-key": "wrong"}):
+            answer = await http.post(http_proxy, json=hello, headers=headers)
+            assert answer.status_code == 401, headers
+            assert "Authorization: Bearer" in answer.json()["error"]["message"]
+    with pytest.raises(Exception):  # noqa: B017 - the client's own error for a 401
+        async with _keyed(http_proxy, "wrong") as client:
+            await client.list_tools()
+    async with _keyed(http_proxy) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["run_python",
+                                                                      "search_tools"]
+
+
 async def test_http_sessions_each_get_their_own_interpreter(http_proxy):
-    async with Client(http_proxy) as first, Client(http_proxy) as second:
+    async with _keyed(http_proxy) as first, _keyed(http_proxy) as second:
         assert [t.name for t in (await first.list_tools()).tools] == ["run_python", "search_tools"]
         text, failed = await _run(first, (
             "import asyncio\n"
@@ -186,7 +220,7 @@ async def test_http_sessions_each_get_their_own_interpreter(http_proxy):
 
 
 async def test_http_client_without_sessions_gets_a_fresh_interpreter_per_call(http_proxy):
-    async with Client(http_proxy, mode="2026-07-28") as client:  # this protocol has no sessions
+    async with _keyed(http_proxy, mode="2026-07-28") as client:  # this protocol has no sessions
         text, failed = await _run(client, "x = shop.add(a=2, b=3)\nprint(x)")
         assert not failed and text.endswith("\n5") and "nothing is kept" in text
         text, failed = await _run(client, "x")

@@ -6,7 +6,6 @@ are answered here (see `completion`); the others are forwarded to the upstream u
 
 from __future__ import annotations
 
-import hmac
 import http.client
 import json
 import logging
@@ -19,6 +18,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ..apikey import UNAUTHORIZED, key_matches
 from ..limits import Limits
 from .completion import Completer, Round
 from .prompt import history
@@ -239,15 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _authorize(self) -> None:
         expected = self.app.config.api_key
-        if not expected:
-            return
-        header = self.headers.get("authorization") or ""
-        scheme, _, token = header.partition(" ")
-        given = token.strip() if scheme.lower() == "bearer" else (
-            self.headers.get("api-key") or self.headers.get("x-api-key") or "")
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise ApiError(401, "missing or wrong API key: send Authorization: Bearer <key>",
-                           code="invalid_api_key")
+        if expected and not key_matches(expected, {k.lower(): v for k, v in self.headers.items()}):
+            raise ApiError(401, UNAUTHORIZED, code="invalid_api_key")
 
     def _read_body(self) -> bytes:
         self._body_read = True
