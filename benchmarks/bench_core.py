@@ -13,7 +13,6 @@ import textwrap
 import time
 
 from _util import Row, machine, median_s, rss_bytes, table
-
 from tooliscode import Limits, Session
 
 ORDERS = [{"id": i, "customer": f"c{i % 500}", "total": (i * 37) % 1000 / 10,

@@ -22,10 +22,11 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
-from pathlib import Path
 from importlib.metadata import version
-from typing import Any, Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 

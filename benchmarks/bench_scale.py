@@ -13,7 +13,6 @@ import threading
 import time
 
 from _util import Row, machine, rss_bytes, table
-
 from tooliscode import Limits, Session
 
 SESSIONS = 200

@@ -7,7 +7,13 @@ run by CPython compiled to WebAssembly in an isolated, stateful sandbox.
 from __future__ import annotations
 
 from .convert import to_json_value
-from .errors import RuntimeIntegrityError, RuntimeNotFound, SessionClosed, ToolError, ToolIsCodeError
+from .errors import (
+    RuntimeIntegrityError,
+    RuntimeNotFound,
+    SessionClosed,
+    ToolError,
+    ToolIsCodeError,
+)
 from .files import FileInfo
 from .limits import Limits
 from .mcp import MCPServer

@@ -97,7 +97,7 @@ def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
         return "<nested too deep>"
     try:
         return _convert_object(obj, depth, seen)
-    except Exception as exc:  # a broken __repr__ or model_dump must not reach the caller
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ or model_dump must not reach the caller
         return f"<unconvertible {type(obj).__name__}: {exc!r}>"[:500]
 
 

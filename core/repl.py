@@ -74,7 +74,7 @@ def load_mcp(target: str, stack: ExitStack) -> list[Tool]:
     try:
         from .mcp import MCPServer
     except ImportError as exc:
-        raise SystemExit(f"MCP servers need the mcp extra: pip install 'tooliscode[mcp]' ({exc})")
+        raise SystemExit(f"MCP servers need the mcp extra: pip install 'tooliscode[mcp]' ({exc})") from None
     if target.startswith(("http://", "https://")):
         server = MCPServer.http(target)
     else:

@@ -10,9 +10,10 @@ import shutil
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .calls import CellCalls
 from .cellresult import Cell, build_result, trap_result
@@ -241,7 +242,7 @@ class Session:
             def expire() -> None:
                 nonlocal expired
                 expired = True
-                waiting.cancel()
+                waiting.cancel()  # noqa: B023 - its timer is cancelled before the next attempt
 
             watchdog = self._watchdog()
             timer = loop.call_later(watchdog, expire) if watchdog is not None else None

@@ -14,9 +14,10 @@ import logging
 import marshal
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .bytecode import guest_code
 from .guest import guest_sources

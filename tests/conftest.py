@@ -5,7 +5,6 @@ import threading
 import time
 
 import pytest
-
 from tooliscode import Limits, Session, ToolError
 
 

@@ -53,7 +53,6 @@ def test_temporary_folder_is_deleted_on_close():
 
 def test_closed_session_refuses_work():
     import pytest
-
     from tooliscode import SessionClosed
 
     s = Session([])

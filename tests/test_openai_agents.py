@@ -250,7 +250,6 @@ async def test_streamable_http_server_of_the_sdk_beside_our_own_mcp_server(spans
 
     from agents.mcp import MCPServerStreamableHttp
     from mcp_servers import INVENTORY, inventory_over_http
-
     from tooliscode import MCPServer
 
     program = ("import asyncio\n"

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tooliscode.errors import RuntimeIntegrityError, RuntimeNotFound
 from tooliscode.runtime import PACKAGED_SHA256, locate_python_wasm
 

@@ -8,7 +8,6 @@ import datetime as dt
 import time
 
 import pydantic
-
 from tooliscode import Limits, Session, Tool
 
 

@@ -123,17 +123,17 @@ def format_error(exc: BaseException) -> str:
         _trim(te, set())
         hint = sandbox_hint(exc)
         return "".join(te.format()) + (f"[sandbox] {hint}\n" if hint else "")
-    except BaseException:  # a broken __str__, or no memory left to format with
+    except BaseException:  # noqa: BLE001 - a broken __str__, or no memory left to format with
         try:
             return f"{type(exc).__name__}: {exc}\n"
-        except BaseException:
+        except BaseException:  # noqa: BLE001
             return f"{type(exc).__name__}: <unprintable exception>\n"
 
 
 def _short_repr(value: Any, limit: int) -> str:
     try:
         text = repr(value)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - user objects' __repr__ may raise anything
         text = f"<repr failed: {type(exc).__name__}: {exc}>"
     if len(text) > limit:
         head = text[: limit * 2 // 3]

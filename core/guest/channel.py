@@ -7,15 +7,15 @@ than `json.loads` for large tool results.
 
 from __future__ import annotations
 
-import marshal
-
 import _json  # the C encoder alone: `json` would compile its decoder's regexes at start-up
+import marshal
 
 from .convert import to_json_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 exchange: Callable[[bytes], Any] | None = None
 """Set at boot to the runtime's transport function."""

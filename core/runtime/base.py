@@ -9,9 +9,10 @@ limits policy) is the same for every runtime.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 __all__ = ["GuestSpec", "GuestTrap", "Instance", "Runtime", "FrameHandler", "OutputSink", "GUEST_DIR"]
 

@@ -13,9 +13,9 @@ import platform
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 import wasmtime
 

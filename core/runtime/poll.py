@@ -11,7 +11,8 @@ from __future__ import annotations
 import ctypes
 import struct
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from wasmtime import _ffi as ffi
 

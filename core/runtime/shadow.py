@@ -11,7 +11,8 @@ arguments and the real function sees a caller whose "memory" is the guest's.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import wasmtime
 

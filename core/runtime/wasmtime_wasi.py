@@ -17,8 +17,8 @@ import struct
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import wasmtime
 
@@ -27,8 +27,8 @@ from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, Runtime, TrapReason
 from .cache import load_module
 from .epoch import EpochTicker
 from .locate import WasmFile, locate_python_wasm
-from .quota import DiskQuota
 from .poll import poll_oneoff
+from .quota import DiskQuota
 from .shadow import FORWARDED, GUARDED, Passthrough, define_shadow, passthrough_module
 
 __all__ = ["WasmtimeRuntime", "CHANNEL_FD"]

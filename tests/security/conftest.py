@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tooliscode import CellResult, Limits, Session
 
 SENTINEL = "precious data " * 100

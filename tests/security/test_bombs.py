@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from tooliscode import Limits, Session
 
 from .conftest import assert_actionable, assert_survived

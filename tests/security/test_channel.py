@@ -7,7 +7,6 @@ import marshal
 import math
 
 import pytest
-
 from tooliscode import Session
 
 from .conftest import assert_survived

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 from tooliscode import Limits, Session, Tool, ToolError
 
 

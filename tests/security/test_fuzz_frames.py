@@ -8,7 +8,6 @@ import marshal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from tooliscode import Session
 
 OPS = ["call", "start", "wait", "cancel", "search", "ready", "boot", "x", "", "done"]

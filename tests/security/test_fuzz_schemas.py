@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from tooliscode import Session, Tool
 from tooliscode.codegen import stub
 from tooliscode.guest.validate import problem
