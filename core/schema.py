@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import typing
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -86,8 +88,40 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_made: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], FunctionSchema]] = \
+    weakref.WeakKeyDictionary()
+"""Schemas already built, per callable: building one (a pydantic model and its JSON Schema)
+costs milliseconds, and a program often makes a session per conversation over the same
+functions."""
+
+
+def _fingerprint(fn: Callable[..., Any]) -> tuple[Any, ...]:
+    """What the schema is built from and a program could change on the same callable."""
+    _, typed = _named(fn)
+    return tuple(getattr(typed, attr, None) for attr in (
+        "__doc__", "__annotations__", "__defaults__", "__kwdefaults__", "__signature__"))
+
+
 def function_schema(fn: Callable[..., Any]) -> FunctionSchema:
-    """Build the argument schema and a validator for `fn`."""
+    """The argument schema and a validator for `fn` (built once per callable)."""
+    try:
+        made = _made.get(fn)
+    except TypeError:  # neither hashable nor weakly referenceable: build it each time
+        return _build_schema(fn)
+    mark = _fingerprint(fn)
+    if made is not None and all(a is b for a, b in zip(made[0], mark)):
+        return replace(made[1], parameters=copy.deepcopy(made[1].parameters),
+                       output_schema=copy.deepcopy(made[1].output_schema))
+    schema = _build_schema(fn)
+    try:
+        _made[fn] = (mark, schema)
+    except TypeError:
+        return schema
+    return replace(schema, parameters=copy.deepcopy(schema.parameters),
+                   output_schema=copy.deepcopy(schema.output_schema))
+
+
+def _build_schema(fn: Callable[..., Any]) -> FunctionSchema:
     name, typed = _named(fn)
     sig = inspect.signature(fn)
     try:

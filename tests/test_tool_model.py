@@ -125,6 +125,22 @@ def test_partials_and_callable_objects():
     assert part.parameters["properties"]["mode"]["default"] == "w"
 
 
+def test_a_callable_schema_is_built_once_but_follows_changes():
+    def lookup(key: str, limit: int = 3) -> list[str]:
+        """Find keys."""
+        return [key] * limit
+
+    first, second = Tool.from_function(lookup), Tool.from_function(lookup)
+    assert first.parameters == second.parameters and first.parameters is not second.parameters
+    first.parameters["properties"]["key"]["type"] = "integer"  # a copy each: no sharing
+    assert Tool.from_function(lookup).parameters["properties"]["key"]["type"] == "string"
+    lookup.__doc__ = "Find keys, fast."
+    lookup.__defaults__ = (5,)
+    changed = Tool.from_function(lookup)
+    assert changed.description == "Find keys, fast."
+    assert changed.parameters["properties"]["limit"]["default"] == 5
+
+
 def test_pydantic_models_as_parameters_and_results_through_the_sandbox():
     tool = Tool.from_function(save_customer)
     built = ToolStub.of(tool)
