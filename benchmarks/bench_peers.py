@@ -8,8 +8,9 @@
    that both sides are also timed on the same PydanticAI version; peers/driver.py runs there.
 2. One inner tool call from sandboxed code through each adapter, against the same function
    registered straight in a `Session` (the sandbox round trip alone). The framework's own way
-   of calling a tool (LangChain `invoke`, PydanticAI's `ToolManager.handle_call`) is timed on
-   its own, outside any sandbox; what is left is the adapter's own overhead.
+   of calling a tool (LangChain `invoke`, PydanticAI's `ToolManager.handle_call`, the Agents
+   SDK's function span and `invoke_function_tool`) is timed on its own, outside any sandbox;
+   what is left is the adapter's own overhead.
 
 Run: python benchmarks/bench_peers.py [--runs 20] [--pause 0.3] [--calls 200] [--no-peer]
 """
@@ -32,6 +33,11 @@ sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
 from _util import Row, machine, table  # noqa: E402
 from agent_runs import OneCall, get_order, measure  # noqa: E402
+from agents import function_tool  # noqa: E402
+from agents.tool import invoke_function_tool  # noqa: E402
+from agents.tool_context import ToolContext  # noqa: E402
+from agents.tracing import function_span, set_trace_processors, trace  # noqa: E402
+from agents.usage import Usage  # noqa: E402
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager  # noqa: E402
 from langchain_core.runnables.config import patch_config  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
@@ -41,6 +47,7 @@ from pydantic_ai.tool_manager import ToolManager  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 from tooliscode import Session  # noqa: E402
 from tooliscode.integrations.langchain import as_langchain_tool  # noqa: E402
+from tooliscode.integrations.openai_agents import CodeModeToolset as AgentsCodeMode  # noqa: E402
 from tooliscode.integrations.pydantic_ai import CodeModeToolset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,6 +190,38 @@ def langchain_dispatch_probe(tool: Any, n: int, kind: str) -> Probe:
     return probe
 
 
+def _tool_context(name: str, arguments: str) -> ToolContext[None]:
+    return ToolContext(context=None, usage=Usage(), tool_name=name, tool_call_id="call_1",
+                       tool_arguments=arguments)
+
+
+def agents_probe(code_mode: AgentsCodeMode, code: str) -> Probe:
+    """The code tool as the Agents SDK's runner calls it, inside a trace."""
+    arguments = json.dumps({"code": code})
+
+    async def probe() -> float:
+        with trace("bench"):
+            text = await code_mode.tool.on_invoke_tool(_tool_context("run_python", arguments),
+                                                       arguments)
+        return guest_per_call(text)
+    return probe
+
+
+def agents_dispatch_probe(tool: Any, n: int) -> Probe:
+    """The SDK's own cost to run a function tool as its runner does, no sandbox: a function
+    span, a `ToolContext`, `invoke_function_tool` (JSON arguments parsed and validated)."""
+    async def probe() -> float:
+        with trace("bench"):
+            start = time.perf_counter()
+            for i in range(n):
+                arguments = json.dumps({"order_id": i})
+                with function_span(tool.name):
+                    await invoke_function_tool(function_tool=tool, arguments=arguments,
+                                               context=_tool_context(tool.name, arguments))
+            return (time.perf_counter() - start) / n
+    return probe
+
+
 async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
     """Best-of-`rounds` seconds per call for every (path, kind)."""
     with ExitStack() as stack:
@@ -198,6 +237,11 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             probes["PydanticAI dispatch", kind] = pydantic_ai_dispatch_probe(fn, n)
             probes["LangChain", kind] = langchain_probe(code_tool, code, kind)
             probes["LangChain dispatch", kind] = langchain_dispatch_probe(lc_tool, n, kind)
+            sdk_tool = function_tool(fn)
+            agents_code = AgentsCodeMode([sdk_tool], conversation="bench")
+            stack.callback(agents_code.close)
+            probes["Agents SDK", kind] = agents_probe(agents_code, code)
+            probes["Agents SDK dispatch", kind] = agents_dispatch_probe(sdk_tool, n)
         samples: dict[tuple[str, str], list[float]] = {key: [] for key in probes}
         for round_ in range(rounds + 1):
             for key, probe in probes.items():
@@ -250,13 +294,14 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
                         "ours / Monty", f"{ms(mine['per_call_s'])} / {ms(monty['per_call_s'])} = "
                         f"{call_ratio:.1f}x faster", "-", "info"))
 
+    set_trace_processors([])  # traces are made (spans cost what they cost) but kept local
     best = await per_call(calls, rounds)
-    for framework in ("PydanticAI", "LangChain"):
+    for framework in ("PydanticAI", "LangChain", "Agents SDK"):
         for kind in ("sync", "async"):
-            # PydanticAI calls every tool from its event loop, so its inner calls always take
-            # the sandbox's route to the loop (the async one); LangChain's sync tools run right
-            # on the sandbox's thread.
-            route = "async" if framework == "PydanticAI" else kind
+            # PydanticAI and the Agents SDK call every tool from their event loop, so their
+            # inner calls always take the sandbox's route to the loop (the async one);
+            # LangChain's sync tools run right on the sandbox's thread.
+            route = kind if framework == "LangChain" else "async"
             total, alone = best[framework, kind], best["sandbox", route]
             dispatch = best[f"{framework} dispatch", kind]
             own = total - alone - dispatch
