@@ -22,6 +22,7 @@ import contextvars
 import dataclasses
 import functools
 import json
+from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -142,6 +143,28 @@ def _tools_key(inner: dict[str, ToolsetTool[Any]]) -> Hashable:
                       sort_keys=True, default=str)
 
 
+_catalogs: OrderedDict[Hashable, tuple[str, str]] = OrderedDict()
+_CATALOGS_KEPT = 32
+
+
+def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]]) -> tuple[str, str]:
+    """The instructions and the code tool's description for a tool set. Every run starts
+    with its own state, and building a catalog takes milliseconds for hundreds of tools, so
+    the last few are kept (by the tools' content, so sharing them is safe)."""
+    made = _catalogs.get(key)
+    if made is not None:
+        _catalogs.move_to_end(key)
+    else:
+        try:
+            registry = ToolRegistry(_tools(inner, None))
+        except ValueError as exc:
+            raise UserError(f"code mode cannot take these tools: {exc}") from exc
+        made = _catalogs[key] = (instructions(registry), code_tool_description(registry))
+        while len(_catalogs) > _CATALOGS_KEPT:
+            _catalogs.popitem(last=False)
+    return made
+
+
 @dataclass
 class CodeModeToolset(WrapperToolset[AgentDepsT]):
     """Shows the model one `run_python` tool in place of the wrapped toolset's tools."""
@@ -245,12 +268,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
         if key != state.tools_key:
-            try:
-                registry = ToolRegistry(_tools(inner, None))
-            except ValueError as exc:
-                raise UserError(f"code mode cannot take these tools: {exc}") from exc
-            state.instructions = instructions(registry)
-            state.description = code_tool_description(registry)
+            state.instructions, state.description = _catalog(key, inner)
             state.tools_key, state.tools = key, functools.partial(_tools, inner)
         if self.prestart and self.scope == "run":
             self._own_sandbox(state).warm(key, state.tools)
