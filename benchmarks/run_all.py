@@ -44,6 +44,14 @@ def _commit() -> str:
         return "unknown"
 
 
+def _summary(rows: list[tuple[str, ...]]) -> str:
+    """How many targets were met, and which were not."""
+    judged = [r for r in rows if r[-1] in ("ok", "over", "short")]
+    missed = [f"{r[1]} ({r[2]}, target {r[3]})" for r in judged if r[-1] != "ok"]
+    text = f"Targets met: {len(judged) - len(missed)} of {len(judged)}."
+    return text + (" Not met: " + "; ".join(missed) + "." if missed else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
@@ -51,22 +59,25 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    sections = []
+    sections, every = [], []
     for title, name in GROUPS:
         if args.only and name not in args.only:
             continue
         print(f"\n## {title} ({name}.py)", flush=True)
         started = time.perf_counter()
         rows = _rows(name, peer=not args.no_peer)
+        every += [(title, *row) for row in rows]
         text = table(rows)
         print(text, flush=True)
         sections.append(f"## {title}\n\n`benchmarks/{name}.py`, "
                         f"{time.perf_counter() - started:.0f} s\n\n{text}\n")
+    summary = _summary(every)
+    print(f"\n## Every figure\n{table(every, ('group', *Row._fields))}\n\n{summary}")
     if not args.no_write and not args.only:
         header = (f"# Benchmark results\n\nThe last run of `make bench` "
                   f"({dt.date.today().isoformat()}, commit {_commit()}).\n\n"
                   f"Machine: {machine()}. Medians unless said; every ratio is against a "
-                  "baseline measured in the same run.\n\n")
+                  f"baseline measured in the same run.\n\n{summary}\n\n")
         (HERE / "RESULTS.md").write_text(header + "\n".join(sections), "utf-8")
         print(f"\nwrote {HERE / 'RESULTS.md'}")
 
