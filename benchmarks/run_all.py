@@ -46,7 +46,7 @@ def _commit() -> str:
 
 def _summary(rows: list[tuple[str, ...]]) -> str:
     """How many targets were met, and which were not."""
-    judged = [r for r in rows if r[-1] in ("ok", "over", "short")]
+    judged = [r for r in rows if r[-1] not in ("info", "-")]
     missed = [f"{r[1]} ({r[2]}, target {r[3]})" for r in judged if r[-1] != "ok"]
     text = f"Targets met: {len(judged) - len(missed)} of {len(judged)}."
     return text + (" Not met: " + "; ".join(missed) + "." if missed else "")

@@ -14,7 +14,7 @@ from .registry import ToolRegistry
 from .result import CellResult
 
 __all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "LLM_QUERY_NOTE", "code_tool_description",
-           "instructions", "render"]
+           "instructions", "render", "with_catalog"]
 
 CODE_TOOL_NAME = "run_python"
 
@@ -67,7 +67,11 @@ def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
 
     `notes` are extra guide lines, such as `LLM_QUERY_NOTE` for helpers outside the catalog.
     """
-    guide = "\n".join([_GUIDE.format(name=name), *notes])
+    return with_catalog("\n".join([_GUIDE.format(name=name), *notes]), registry, budget_chars)
+
+
+def with_catalog(guide: str, registry: ToolRegistry, budget_chars: int = 6_000) -> str:
+    """`guide` followed by the tool catalog: the system prompt part of every code tool."""
     return f"{guide}\n\nTools:\n\n{catalog(registry, budget_chars)}"
 
 

@@ -27,8 +27,7 @@ from typing import Any
 from typing_extensions import Self
 
 from .binding import Callback
-from .catalog import catalog
-from .codetool import LLM_QUERY_NOTE
+from .codetool import LLM_QUERY_NOTE, with_catalog
 from .result import CellResult
 from .toolset import ToolIsCode, ToolOutput
 
@@ -224,9 +223,8 @@ class TextMode:
         """The system prompt part: how to write code, then the tool catalog."""
         if self._instructions is None:
             notes = [LLM_QUERY_NOTE] if self.toolset.llm is not None else []
-            guide = "\n".join([_TEXT_GUIDE, *notes])
-            self._instructions = (f"{guide}\n\nTools:\n\n"
-                                  f"{catalog(self.toolset.registry, self._catalog_chars)}")
+            self._instructions = with_catalog("\n".join([_TEXT_GUIDE, *notes]),
+                                              self.toolset.registry, self._catalog_chars)
         return self._instructions
 
     def _item(self, code: str) -> dict[str, Any]:

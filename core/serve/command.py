@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
-from ..limits import Limits
+from dataclasses import replace
 
 __all__ = ["arguments", "run"]
 
@@ -40,6 +39,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .recorder import RECORDING_LIMITS
     from .server import ServeConfig, Server
 
     if args.repairs < 0 or args.max_calls < 1 or args.timeout <= 0:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             _UPSTREAM_KEY_ENV), model=args.model, host=args.host, port=args.port,
         api_key=args.api_key or os.environ.get(_API_KEY_ENV), log=args.log,
         repairs=args.repairs, timeout_s=args.timeout,
-        limits=Limits(timeout_s=10.0, tool_calls=args.max_calls))
+        limits=replace(RECORDING_LIMITS, tool_calls=args.max_calls))
     server = Server(config)
     print(f"tooliscode serve: {server.base_url} -> {config.upstream}"
           + ("" if config.api_key else " (no --api-key: open to anyone who can connect)"),

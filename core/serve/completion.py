@@ -15,7 +15,7 @@ from typing import Any
 from ..limits import Limits
 from ..textmode import ParsedReply, parse_reply
 from .prompt import NEED_CODE, failed_code, guide, history, text_of
-from .recorder import Recorded, record_calls
+from .recorder import RECORDING_LIMITS, Recorded, record_calls
 from .request import ChatRequest
 from .shapes import Answer, add_usage
 from .upstream import Upstream, UpstreamError
@@ -37,8 +37,7 @@ class Completer:
     """Serves tool-using requests over one upstream."""
 
     upstream: Upstream
-    limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0, tool_calls=64))
-    """For the sandbox that runs the model's code: it only makes calls, so little is needed."""
+    limits: Limits = RECORDING_LIMITS
     repairs: int = 1
     sandboxes: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(8))

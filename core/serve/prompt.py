@@ -12,8 +12,8 @@ import keyword
 from collections.abc import Mapping
 from typing import Any
 
-from ..catalog import catalog
 from ..codegen import guest_spec
+from ..codetool import with_catalog
 from ..registry import ToolRegistry
 from ..tools import python_name
 
@@ -51,7 +51,7 @@ def guide(registry: ToolRegistry, parallel: bool = True, budget_chars: int = 24_
     first = next(iter(registry), None)
     example = f"{first.python_name}(...)" if first is not None else "tool_name(...)"
     text = _GUIDE.format(example=example, parallel=_PARALLEL if parallel else _ONE_CALL)
-    return f"{text}\n\nTools:\n\n{catalog(registry, budget_chars)}"
+    return with_catalog(text, registry, budget_chars)
 
 
 def text_of(content: Any) -> str:

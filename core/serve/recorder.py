@@ -17,7 +17,11 @@ from ..registry import ToolRegistry
 from ..session import Session
 from .shapes import call_id
 
-__all__ = ["Recorded", "record_calls", "stand_in"]
+__all__ = ["RECORDING_LIMITS", "Recorded", "record_calls", "stand_in"]
+
+RECORDING_LIMITS = Limits(timeout_s=10.0, tool_calls=64)
+"""The recording sandbox only makes calls, so it needs little time; the call limit bounds
+how many tool calls one reply may produce."""
 
 _closer = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tooliscode-serve-close")
 

@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from ..apikey import UNAUTHORIZED, key_matches
 from ..limits import Limits
 from .completion import Completer, Round
 from .prompt import history
+from .recorder import RECORDING_LIMITS
 from .request import parse_request
 from .requestlog import RequestLog, headers_for_log
 from .shapes import ApiError, chunks, completion, sse
@@ -55,7 +56,7 @@ class ServeConfig:
     timeout_s: float = 600.0
     """How long one upstream call may take."""
     max_body_bytes: int = 16 * 1024 * 1024
-    limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0, tool_calls=64))
+    limits: Limits = RECORDING_LIMITS
     """For the sandbox that runs the model's code against the recording stand-ins."""
     max_sandboxes: int = 8
     """Requests that may run code at once; more wait their turn."""
