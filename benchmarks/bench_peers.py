@@ -1,7 +1,8 @@
 """Code mode against its peer, and what each framework adapter adds per tool call.
 
 1. `print(1)` through a PydanticAI agent run: our `CodeModeToolset` against pydantic-ai-harness's
-   `CodeMode` on Monty, both measured in this run by the same code (peers/agent_runs.py). The
+   `CodeMode` on Monty, both measured in this run by the same code (peers/agent_runs.py),
+   taking turns run by run. The
    harness pins its own PydanticAI, so it gets its own virtual environment, made on first use
    under .bench-envs/ (git-ignored) with `python -m venv` and
    `pip install "pydantic-ai-harness[code-mode]"`, plus this project (`pip install -e .`) so
@@ -32,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
 from _util import Row, machine, table  # noqa: E402
-from agent_runs import OneCall, get_order, measure  # noqa: E402
+from agent_runs import OneCall, Side, get_order, measure  # noqa: E402
 from agents import function_tool  # noqa: E402
 from agents.tool import invoke_function_tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
@@ -265,7 +266,7 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
     def ours_agent(model: Any) -> Agent:
         return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
 
-    ours = await measure(ours_agent, "run_python", runs, pause, calls)
+    ours = (await measure({"ours": Side(ours_agent, "run_python")}, runs, pause, 0))["ours"]
     assert ours["print1_output"] == "1", ours["print1_output"]
     rows.append(Row(f"PydanticAI {version('pydantic-ai-slim')} run, print(1), {pause:g} s apart: "
                     "ours (this environment)", ms(ours["print1_s"]), "-", "info"))
@@ -276,19 +277,22 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
         rows.append(Row("peer environment (own venv)", about if python else f"none: {about}",
                         "-", "info"))
     if python is not None:
-        same = {"runs": runs, "pause_s": pause, "calls": calls}
-        monty = run_peer(python, {**same, "side": "monty"})
-        mine = run_peer(python, {**same, "side": "ours"})
-        monty_busy = run_peer(python, {**same, "side": "monty", "pause_s": 0.0, "calls": 0})
-        mine_busy = run_peer(python, {**same, "side": "ours", "pause_s": 0.0, "calls": 0})
+        # Taking turns run by run; back to back, each side alone (turns would give our next
+        # run's interpreter the other side's run time to get ready).
+        both = run_peer(python, {"sides": ["monty", "ours"], "runs": runs, "pause_s": pause,
+                                 "calls": calls})
+        monty, mine = both["monty"], both["ours"]
+        busy = {side: run_peer(python, {"sides": [side], "runs": runs, "pause_s": 0.0,
+                                        "calls": 0})[side]["print1_s"]
+                for side in ("monty", "ours")}
         ratio = monty["print1_s"] / mine["print1_s"]
-        rows.append(Row(f"PydanticAI run, print(1), {pause:g} s apart, same PydanticAI: "
-                        "ours / Monty", f"{ms(mine['print1_s'])} / {ms(monty['print1_s'])} = "
-                        f"{ratio:.1f}x faster", ">= 4x", "ok" if ratio >= 4 else "short"))
-        busy = monty_busy["print1_s"] / mine_busy["print1_s"]
+        rows.append(Row(f"PydanticAI run, print(1), {pause:g} s apart, turn about, same "
+                        "PydanticAI: ours / Monty", f"{ms(mine['print1_s'])} / "
+                        f"{ms(monty['print1_s'])} = {ratio:.1f}x faster", ">= 4x",
+                        "ok" if ratio >= 4 else "short"))
         rows.append(Row("PydanticAI run, print(1), back to back, same PydanticAI: ours / Monty",
-                        f"{ms(mine_busy['print1_s'])} / {ms(monty_busy['print1_s'])} = "
-                        f"{busy:.1f}x", "-", "info"))
+                        f"{ms(busy['ours'])} / {ms(busy['monty'])} = "
+                        f"{busy['monty'] / busy['ours']:.1f}x", "-", "info"))
         call_ratio = monty["per_call_s"] / max(mine["per_call_s"], 1e-9)
         rows.append(Row("PydanticAI run, per tool call (run time / calls), same PydanticAI: "
                         "ours / Monty", f"{ms(mine['per_call_s'])} / {ms(monty['per_call_s'])} = "

@@ -10,6 +10,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -39,36 +40,53 @@ class OneCall:
         return FunctionModel(self)
 
 
-async def median_run_s(make_agent: Callable[[FunctionModel], Any], tool: str, code: str,
-                       runs: int, pause_s: float) -> tuple[float, Any]:
-    """Median wall time of `agent.run` over `runs` runs, `pause_s` apart (the gap a real
-    model's latency leaves between runs); and what the code tool returned."""
-    script = OneCall(tool, code)
-    agent = make_agent(script.model)
-    for _ in range(3):
-        await agent.run("go")
-    samples = []
+@dataclass(frozen=True)
+class Side:
+    """One contender: how to build its agent around a model, its code tool's name, and what
+    precedes a tool call in its code (Monty's sandboxed tools are awaited)."""
+
+    make_agent: Callable[[FunctionModel], Any]
+    tool: str
+    prefix: str = ""
+
+
+async def median_runs(sides: dict[str, Side], code: Callable[[Side], str], runs: int,
+                      pause_s: float) -> dict[str, tuple[float, Any]]:
+    """Per side: the median wall time of `agent.run` and what its code tool returned.
+
+    The sides take turns, run by run, `pause_s` apart (the gap a real model's latency leaves
+    between runs), so a machine that drifts over the minutes drifts under all of them alike.
+    """
+    scripts = {name: OneCall(side.tool, code(side)) for name, side in sides.items()}
+    agents = {name: side.make_agent(scripts[name].model) for name, side in sides.items()}
+    for agent in agents.values():
+        for _ in range(3):
+            await agent.run("go")
+    samples: dict[str, list[float]] = {name: [] for name in sides}
     for _ in range(runs):
-        await asyncio.sleep(pause_s)
-        start = time.perf_counter()
-        await agent.run("go")
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), script.seen
+        for name, agent in agents.items():
+            await asyncio.sleep(pause_s)
+            start = time.perf_counter()
+            await agent.run("go")
+            samples[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(samples[name]), scripts[name].seen) for name in sides}
 
 
 def loop_code(calls: int, prefix: str = "") -> str:
     return f"for i in range({calls}):\n    {prefix}get_order(order_id=i)\n'ok'"
 
 
-async def measure(make_agent: Callable[[FunctionModel], Any], tool: str, runs: int,
-                  pause_s: float, calls: int, prefix: str = "") -> dict[str, Any]:
-    """`print(1)` run time, and the time per tool call: (a run making `calls` calls minus a
-    run making none) / `calls`."""
-    print1, seen = await median_run_s(make_agent, tool, "print(1)", runs, pause_s)
-    found = {"print1_s": print1, "print1_output": str(seen)}
+async def measure(sides: dict[str, Side], runs: int, pause_s: float,
+                  calls: int) -> dict[str, dict[str, Any]]:
+    """Per side: the `print(1)` run time, and the time per tool call: (a run making `calls`
+    calls minus a run making none) / `calls`."""
+    print1 = await median_runs(sides, lambda side: "print(1)", runs, pause_s)
+    found = {name: {"print1_s": s, "print1_output": str(seen)} for name, (s, seen) in
+             print1.items()}
     if calls:
-        with_calls, _ = await median_run_s(make_agent, tool, loop_code(calls, prefix), runs,
-                                           pause_s)
-        without, _ = await median_run_s(make_agent, tool, loop_code(0, prefix), runs, pause_s)
-        found["per_call_s"] = max(0.0, with_calls - without) / calls
+        with_calls = await median_runs(sides, lambda side: loop_code(calls, side.prefix), runs,
+                                       pause_s)
+        without = await median_runs(sides, lambda side: loop_code(0, side.prefix), runs, pause_s)
+        for name in sides:
+            found[name]["per_call_s"] = max(0.0, with_calls[name][0] - without[name][0]) / calls
     return found

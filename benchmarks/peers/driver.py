@@ -1,9 +1,9 @@
 """Runs inside pydantic-ai-harness's own virtual environment (bench_peers.py makes it, with
-tooliscode installed there too) and measures one side with the same code and the same
-PydanticAI version: the harness's `CodeMode` on Monty, or our `CodeModeToolset`. Prints one
-JSON object.
+tooliscode installed there too) and measures the given sides with the same code and the same
+PydanticAI version: the harness's `CodeMode` on Monty, our `CodeModeToolset`, or both taking
+turns. Prints one JSON object, per side.
 
-    python driver.py '{"side": "monty", "runs": 30, "pause_s": 0.3, "calls": 100}'
+    python driver.py '{"sides": ["monty", "ours"], "runs": 20, "pause_s": 1.0, "calls": 100}'
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import json
 import sys
 
-from agent_runs import get_order, measure
+from agent_runs import Side, get_order, measure
 from pydantic_ai import Agent
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -30,16 +30,17 @@ def our_agent(model: object) -> Agent:
     return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
 
 
+SIDES = {
+    # Monty's sandboxed tools are async functions: the code awaits each call.
+    "monty": Side(monty_agent, "run_code", prefix="await "),
+    "ours": Side(our_agent, "run_python"),
+}
+
+
 async def main() -> None:
     config = json.loads(sys.argv[1])
-    if config.get("side", "monty") == "monty":
-        # Monty's sandboxed tools are async functions: the code awaits each call.
-        found = await measure(monty_agent, "run_code", config["runs"], config["pause_s"],
-                              config["calls"], prefix="await ")
-    else:
-        found = await measure(our_agent, "run_python", config["runs"], config["pause_s"],
-                              config["calls"])
-    print(json.dumps(found))
+    sides = {name: SIDES[name] for name in config["sides"]}
+    print(json.dumps(await measure(sides, config["runs"], config["pause_s"], config["calls"])))
 
 
 if __name__ == "__main__":
