@@ -74,7 +74,7 @@ class Sandbox:
         """`run` for async callers: async tools run on the running loop."""
         await _acquire(self._lock)
         try:
-            notice = (None if self._ready(tools_key)
+            notice = (None if self.ready(tools_key)
                       else await asyncio.to_thread(self._prepare, tools_key, tools))
             self.context, self._used = context, True
             try:
@@ -118,14 +118,21 @@ class Sandbox:
             raise SessionClosed("this conversation's sandbox is closed")
         return self.session
 
-    def _ready(self, tools_key: Hashable) -> bool:
+    @property
+    def fresh(self) -> bool:
+        """No code has run in the current session (nor is running): handing it to someone
+        else gives away nothing."""
+        return not self._used and not self._lock.locked() and not self._closed
+
+    def ready(self, tools_key: Hashable) -> bool:
+        """Started, with this tool set."""
         return self.session is not None and tools_key == self._tools_key
 
     def _prepare(self, tools_key: Hashable, tools: ToolFactory) -> str | None:
         with self._starting:
             if self._closed:
                 raise SessionClosed("this conversation's sandbox is closed")
-            if self._ready(tools_key):
+            if self.ready(tools_key):
                 return None
             replaced, self.session = self.session, None
             if replaced is not None:
@@ -146,7 +153,8 @@ class Sandboxes:
     Per run (`take` / `finish`): a fresh sandbox each run, closed on another thread when the
     run ends; a started spare is then made for the next run, so runs rarely wait for an
     interpreter to start and never share one. Per conversation (`acquire` / `release`): one
-    per key, kept across runs; idle ones are closed after `idle_s`.
+    per key, kept across runs; idle ones are closed after `idle_s`. A run's sandbox that no
+    code ran in is not closed but becomes the spare.
     """
 
     limits: Limits | None = None
@@ -170,7 +178,7 @@ class Sandboxes:
     def finish(self, sandbox: Sandbox, tools_key: Hashable = None,
                tools: ToolFactory | None = None) -> None:
         """A run ended: close its sandbox and (given its tools) start the next run's spare,
-        both on another thread."""
+        both on another thread; a sandbox no code ran in becomes the spare itself."""
         _submit(self._finish, sandbox, tools_key, tools)
 
     def acquire(self, key: Hashable) -> tuple[Sandbox, str | None]:
@@ -195,16 +203,28 @@ class Sandboxes:
             self._conversations.close()
 
     def _finish(self, sandbox: Sandbox, tools_key: Hashable, tools: ToolFactory | None) -> None:
+        wanted = self.keep_spare and tools is not None and not self._closed
+        if wanted and sandbox.fresh:  # no code ran in it: as good as new, and already started
+            assert tools is not None
+            sandbox.start(tools_key, tools)
+            if sandbox.fresh and sandbox.ready(tools_key) and self._offer(sandbox):
+                return
         sandbox.close()
-        if not self.keep_spare or tools is None or self._spare is not None or self._closed:
+        if not wanted or self._spare is not None:
             return
+        assert tools is not None
         spare = self.new()
         spare.start(tools_key, tools)
+        if not self._offer(spare):
+            spare.close()
+
+    def _offer(self, spare: Sandbox) -> bool:
+        """Make `spare` the next run's sandbox, unless there is one already (or we closed)."""
         with self._lock:
             if self._spare is None and not self._closed:
-                self._spare, spare = spare, None
-        if spare is not None:
-            spare.close()
+                self._spare = spare
+                return True
+        return False
 
 
 _executor: cf.ThreadPoolExecutor | None = None

@@ -207,6 +207,37 @@ async def test_state_lives_per_run_by_default() -> None:
     assert retried.outcome == "retried" and "NameError" in retried.content
 
 
+async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
+    """The spare a run left for the next one (made on another thread)."""
+    assert toolset.sandboxes is not None
+    for _ in range(500):
+        if toolset.sandboxes._spare is not None:
+            return toolset.sandboxes._spare
+        await asyncio.sleep(0.01)
+    raise AssertionError("no spare after 5 s")
+
+
+async def test_a_run_without_code_hands_its_interpreter_on_and_one_with_code_does_not() -> None:
+    toolset = CodeModeToolset(make_toolset())
+    agent = Agent(Script(ANSWER, ANSWER, "x = 41", ANSWER, "print(x)").model, deps_type=Deps,
+                  toolsets=[toolset])
+    try:
+        await agent.run("no code", deps=Deps(region="eu"))
+        first = await spare_after_run(toolset)
+        await agent.run("no code again", deps=Deps(region="eu"))
+        kept = await spare_after_run(toolset)
+        assert kept is first and kept.session is not None  # not closed, not restarted
+        session = kept.session
+        await agent.run("code", deps=Deps(region="eu"))
+        after_code = await spare_after_run(toolset)
+        assert after_code is not first and first.session is None  # the used one was closed
+        assert after_code.session is not session
+        later = await agent.run("code", deps=Deps(region="eu"))
+        assert "NameError" in tool_returns(later.new_messages())[0].content
+    finally:
+        toolset.close()
+
+
 async def test_conversation_scope_keeps_state_across_runs() -> None:
     script = Script("total = sum(o['total'] for o in list_orders(status='open'))", ANSWER,
                     "print(total)", ANSWER, "print(total)")
