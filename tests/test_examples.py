@@ -1,0 +1,93 @@
+"""The framework examples run offline as the README says, and their answers are right.
+
+Each example is run as a user would (`python examples/X.py`, no OPENAI_API_KEY), and what it
+prints is checked against answers worked out here from the example's own data.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from zoneinfo import ZoneInfo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py")], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def load(name: str) -> ModuleType:
+    """The example's module (its data), imported without running it."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                  ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pydantic_ai_example() -> None:
+    out, ex = run_example("pydantic_ai_example"), load("pydantic_ai_example")
+    for category in ("kitchen", "toys"):
+        pricey = [p for p in ex.PRODUCTS if p["category"] == category and p["price"] > 250]
+        low = [p for p in pricey if (int(p["sku"][4:]) * 37 + len("Lyon")) % 60 < 15]
+        assert f"{category}: {len(low)} of {len(pricey)} to reorder at Lyon" in out
+    assert "skipped: unknown category 'gadgets'" in out
+    # one code call, whose code made two listings and one stock call per pricey product
+    calls = 2 + sum(p["category"] in ("kitchen", "toys") and p["price"] > 250
+                    for p in ex.PRODUCTS)
+    assert f"the code made {calls + 1} tool calls, 1 failed" in out
+    assert "usage: 2 model requests" in out
+
+
+def test_langchain_example() -> None:
+    out, ex = run_example("langchain_example"), load("langchain_example")
+    urgent = Counter(t["customer"] for t in ex.TICKETS
+                     if t["status"] == "open" and t["priority"] == "high").most_common(3)
+    plans = {c: ("enterprise", "team", "team")[int(c[1:]) % 3] for c, _ in urgent}
+    first, second = out.split("=== user: ")[1:]
+    for customer, count in urgent:
+        assert f"Customer {customer[1:]} ({plans[customer]}): {count} tickets" in first
+    assert first.count("child run get_customer(") == 3
+    assert first.count("child run list_tickets(") == 1
+    enterprise = [f"Customer {c[1:]}" for c, _ in urgent if plans[c] == "enterprise"]
+    assert f"=== assistant: Here is what I found:\n{enterprise}" in second  # state kept
+
+
+def test_openai_agents_example() -> None:
+    out, ex = run_example("openai_agents_example"), load("openai_agents_example")
+    paid: Counter[str] = Counter()
+    for order in ex.ORDERS:
+        if order["status"] == "paid":
+            paid[order["customer"]] += order["total"]
+    answer = out.split("--- final answer ---\n", 1)[1]
+    for customer, total in paid.most_common(3):
+        tier = "gold" if customer in ("c4", "c8") else "silver"
+        assert f"Customer {customer[1:]} ({tier}): {total:,.2f}" in answer
+    spans = re.findall(r"function span '(\w+)' inside '(\w+)'", out)
+    inner = sorted(span for span in spans if span[0] != "run_python")
+    assert inner == [("get_customer", "run_python")] * 3 + [("list_orders", "run_python")]
+    assert sum(name == "run_python" for name, _ in spans) == 1
+
+
+def test_mcp_example() -> None:
+    out = run_example("mcp_example")
+    assert "commits by author: {'Ada': 3, 'Grace': 2, 'Linus': 1}" in out
+    found = re.search(r"Tokyo: (\d\d:\d\d) (\w+) \| New York: (\d\d:\d\d)", out)
+    assert found, out
+    moments = [datetime.now(ZoneInfo("UTC")) - timedelta(minutes=m) for m in range(4)]
+    tokyo = {t.astimezone(ZoneInfo("Asia/Tokyo")).strftime("%H:%M %A") for t in moments}
+    new_york = {t.astimezone(ZoneInfo("America/New_York")).strftime("%H:%M") for t in moments}
+    assert f"{found[1]} {found[2]}" in tokyo and found[3] in new_york, (found[0], tokyo)
