@@ -279,9 +279,9 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
     if python is not None:
         # Taking turns run by run; back to back, each side alone (turns would give our next
         # run's interpreter the other side's run time to get ready).
-        both = run_peer(python, {"sides": ["monty", "ours"], "runs": runs, "pause_s": pause,
-                                 "calls": calls})
-        monty, mine = both["monty"], both["ours"]
+        turns = run_peer(python, {"sides": ["monty", "ours", "plain"], "runs": runs,
+                                  "pause_s": pause, "calls": calls})
+        monty, mine, plain = turns["monty"], turns["ours"], turns["plain"]
         busy = {side: run_peer(python, {"sides": [side], "runs": runs, "pause_s": 0.0,
                                         "calls": 0})[side]["print1_s"]
                 for side in ("monty", "ours")}
@@ -290,6 +290,10 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
                         "PydanticAI: ours / Monty", f"{ms(mine['print1_s'])} / "
                         f"{ms(monty['print1_s'])} = {ratio:.1f}x faster", ">= 4x",
                         "ok" if ratio >= 4 else "short"))
+        rows.append(Row("the same turns: PydanticAI's own run with a plain tool that runs "
+                        "nothing; what each code tool adds to it", f"{ms(plain['print1_s'])}; "
+                        f"ours +{ms(mine['print1_s'] - plain['print1_s'])}, Monty "
+                        f"+{ms(monty['print1_s'] - plain['print1_s'])}", "-", "info"))
         rows.append(Row("PydanticAI run, print(1), back to back, same PydanticAI: ours / Monty",
                         f"{ms(busy['ours'])} / {ms(busy['monty'])} = "
                         f"{busy['monty'] / busy['ours']:.1f}x", "-", "info"))

@@ -48,6 +48,8 @@ class Side:
     make_agent: Callable[[FunctionModel], Any]
     tool: str
     prefix: str = ""
+    calls_tools: bool = True
+    """False for a baseline whose tool runs no code: it is timed on `print(1)` only."""
 
 
 async def median_runs(sides: dict[str, Side], code: Callable[[Side], str], runs: int,
@@ -83,10 +85,12 @@ async def measure(sides: dict[str, Side], runs: int, pause_s: float,
     print1 = await median_runs(sides, lambda side: "print(1)", runs, pause_s)
     found = {name: {"print1_s": s, "print1_output": str(seen)} for name, (s, seen) in
              print1.items()}
-    if calls:
-        with_calls = await median_runs(sides, lambda side: loop_code(calls, side.prefix), runs,
+    looping = {name: side for name, side in sides.items() if side.calls_tools}
+    if calls and looping:
+        with_calls = await median_runs(looping, lambda side: loop_code(calls, side.prefix), runs,
                                        pause_s)
-        without = await median_runs(sides, lambda side: loop_code(0, side.prefix), runs, pause_s)
-        for name in sides:
+        without = await median_runs(looping, lambda side: loop_code(0, side.prefix), runs,
+                                    pause_s)
+        for name in looping:
             found[name]["per_call_s"] = max(0.0, with_calls[name][0] - without[name][0]) / calls
     return found

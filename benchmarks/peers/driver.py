@@ -1,7 +1,8 @@
 """Runs inside pydantic-ai-harness's own virtual environment (bench_peers.py makes it, with
 tooliscode installed there too) and measures the given sides with the same code and the same
-PydanticAI version: the harness's `CodeMode` on Monty, our `CodeModeToolset`, or both taking
-turns. Prints one JSON object, per side.
+PydanticAI version: the harness's `CodeMode` on Monty, our `CodeModeToolset`, a plain tool
+that runs nothing (PydanticAI's own share), or several taking turns. Prints one JSON object
+(per side).
 
     python driver.py '{"sides": ["monty", "ours"], "runs": 20, "pause_s": 1.0, "calls": 100}'
 """
@@ -30,10 +31,20 @@ def our_agent(model: object) -> Agent:
     return Agent(model, toolsets=[CodeModeToolset(FunctionToolset([get_order]))])
 
 
+def run_python(code: str) -> str:
+    """Runs nothing: what PydanticAI's own run costs with one plain tool call."""
+    return "1"
+
+
+def plain_agent(model: object) -> Agent:
+    return Agent(model, toolsets=[FunctionToolset([run_python])])
+
+
 SIDES = {
     # Monty's sandboxed tools are async functions: the code awaits each call.
     "monty": Side(monty_agent, "run_code", prefix="await "),
     "ours": Side(our_agent, "run_python"),
+    "plain": Side(plain_agent, "run_python", calls_tools=False),
 }
 
 
