@@ -282,6 +282,9 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
         turns = run_peer(python, {"sides": ["monty", "ours", "plain"], "runs": runs,
                                   "pause_s": pause, "calls": calls})
         monty, mine, plain = turns["monty"], turns["ours"], turns["plain"]
+        # a side whose code failed would finish fast: time only runs that printed 1
+        assert mine["print1_output"] == "1", mine["print1_output"]
+        assert "'output': '1\\n'" in monty["print1_output"], monty["print1_output"]
         busy = {side: run_peer(python, {"sides": [side], "runs": runs, "pause_s": 0.0,
                                         "calls": 0})[side]["print1_s"]
                 for side in ("monty", "ours")}
