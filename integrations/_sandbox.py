@@ -203,16 +203,16 @@ class Sandboxes:
             self._conversations.close()
 
     def _finish(self, sandbox: Sandbox, tools_key: Hashable, tools: ToolFactory | None) -> None:
-        wanted = self.keep_spare and tools is not None and not self._closed
-        if wanted and sandbox.fresh:  # no code ran in it: as good as new, and already started
-            assert tools is not None
+        if not self.keep_spare or tools is None or self._closed:
+            sandbox.close()
+            return
+        if sandbox.fresh:  # no code ran in it: as good as new, and already started
             sandbox.start(tools_key, tools)
             if sandbox.fresh and sandbox.ready(tools_key) and self._offer(sandbox):
                 return
         sandbox.close()
-        if not wanted or self._spare is not None:
+        if self._spare is not None:
             return
-        assert tools is not None
         spare = self.new()
         spare.start(tools_key, tools)
         if not self._offer(spare):
