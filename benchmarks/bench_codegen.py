@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from golden.synthetic import synthetic_tools
 from tooliscode import Limits, Session, ToolRegistry
-from tooliscode.catalog import catalog
-from tooliscode.codegen import guest_spec
-from tooliscode.tokens import TOKENIZER, count_tokens
+from tooliscode.prompt.catalog import catalog
+from tooliscode.prompt.tokens import TOKENIZER, count_tokens
+from tooliscode.tools.stubs import guest_spec
 
 CATALOG_BUDGET_TOKENS = 1_500
 

@@ -6,7 +6,11 @@ run by CPython compiled to WebAssembly in an isolated, stateful sandbox.
 
 from __future__ import annotations
 
-from .convert import to_json_value
+from . import _moved
+from .engine.folder import FileInfo
+from .engine.limits import Limits
+from .engine.result import CellResult, ToolCallRecord
+from .engine.session import Session
 from .errors import (
     RuntimeIntegrityError,
     RuntimeNotFound,
@@ -14,15 +18,12 @@ from .errors import (
     ToolError,
     ToolIsCodeError,
 )
-from .files import FileInfo
-from .limits import Limits
-from .mcp import MCPServer
-from .registry import ToolRegistry
-from .result import CellResult, ToolCallRecord
-from .session import Session
-from .textmode import TextMode, TextTurn, extract_code
-from .tools import Tool, as_tool
-from .toolset import ToolIsCode, ToolOutput
+from .guest.convert import to_json_value
+from .mcp.client import MCPServer
+from .openai.textmode import TextMode, TextTurn, extract_code
+from .openai.toolset import ToolIsCode, ToolOutput
+from .tools.registry import ToolRegistry
+from .tools.tool import Tool, as_tool
 
 __all__ = [
     "CellResult", "FileInfo", "Limits", "MCPServer", "RuntimeIntegrityError", "RuntimeNotFound",
@@ -31,3 +32,5 @@ __all__ = [
     "as_tool", "extract_code", "to_json_value",
 ]
 __version__ = "0.1.0"
+
+_moved.install()

@@ -21,8 +21,8 @@ from agents.mcp import MCPUtil
 from agents.tool import ToolOutputText, invoke_function_tool
 from agents.tool_context import ToolContext
 from tooliscode import MCPServer, Tool, ToolError, as_tool
-from tooliscode.mcp_tools import mcp_namespace, mcp_tool
-from tooliscode.tools import python_name
+from tooliscode.mcp.tools import mcp_namespace, mcp_tool
+from tooliscode.tools.tool import python_name
 
 __all__ = ["Inner", "as_inner", "as_tool_error", "maybe", "mcp_inners", "plain"]
 

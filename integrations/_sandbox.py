@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tooliscode import CellResult, Limits, Session, SessionClosed, Tool, ToolRegistry
-from tooliscode.codetool import render
-from tooliscode.sessions import KeyedSessions
+from tooliscode.engine.keyed import KeyedSessions
+from tooliscode.prompt.codetool import render
 
 __all__ = ["Sandbox", "Sandboxes", "ToolFactory"]
 

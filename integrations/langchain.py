@@ -30,13 +30,13 @@ from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolExce
 from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import PrivateAttr
 from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import (
+from tooliscode.engine.keyed import KeyedSessions
+from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
-from tooliscode.sessions import KeyedSessions
 
 from ._sandbox import Sandbox
 

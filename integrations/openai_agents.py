@@ -28,8 +28,9 @@ from agents import FunctionTool, FunctionToolResult, RunContextWrapper, ToolsToF
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
-from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, codetool
-from tooliscode.sessions import KeyedSessions
+from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
+from tooliscode.engine.keyed import KeyedSessions
+from tooliscode.prompt import codetool
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 from ._sandbox import Sandbox

@@ -36,7 +36,7 @@ from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import (
+from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,

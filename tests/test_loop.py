@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 from tooliscode import ToolError, ToolIsCode
-from tooliscode.loop import (
+from tooliscode.openai.loop import (
     MaxIterationsExceeded,
     arun_batch,
     arun_conversation,
@@ -15,7 +15,7 @@ from tooliscode.loop import (
     run_batch,
     run_conversation,
 )
-from tooliscode.testing import ScriptedRequest, ScriptedServer, call, code, say
+from tooliscode.openai.testing import ScriptedRequest, ScriptedServer, call, code, say
 
 APIS = [("responses", False), ("responses", True), ("chat", False), ("chat", True)]
 

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 from tooliscode import MCPServer
-from tooliscode.codetool import CODE_TOOL_SCHEMA
+from tooliscode.prompt.codetool import CODE_TOOL_SCHEMA
 
 pytest.importorskip("mcp")
 
 from mcp import Client, StdioServerParameters
 from mcp_servers import INVENTORY, free_port, git_repo, installed, inventory_over_http
-from tooliscode.mcp_config import ConfigError, load_config, parse_config
-from tooliscode.mcp_proxy import CodeModeProxy
+from tooliscode.mcp.config import ConfigError, load_config, parse_config
+from tooliscode.mcp.proxy import CodeModeProxy
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLISCODE = [sys.executable, "-m", "tooliscode.cli", "mcp"]
+TOOLISCODE = [sys.executable, "-m", "tooliscode.serve.cli", "mcp"]
 API_KEY = "proxy-k3y"
 
 

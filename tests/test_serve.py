@@ -18,8 +18,8 @@ from typing import Any
 import openai
 import pytest
 from tooliscode import Limits
+from tooliscode.openai.testing import Reply, ScriptedServer, say
 from tooliscode.serve import ServeConfig, Server
-from tooliscode.testing import Reply, ScriptedServer, say
 
 
 def _tool(name: str, description: str, properties: dict[str, Any],
@@ -439,13 +439,13 @@ def test_upstream_errors_become_openai_errors():
 # -- the command -----------------------------------------------------------------------------
 
 def test_the_command_serves_until_interrupted(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "tooliscode.cli", "serve", "--help"],
+    done = subprocess.run([sys.executable, "-m", "tooliscode.serve.cli", "serve", "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "--upstream URL" in done.stdout and "--api-key" in done.stdout
     with ScriptedServer([say("```python\nget_weather(city='Oslo')\n```")]) as upstream:
         port = _free_port()
         process = subprocess.Popen(
-            [sys.executable, "-m", "tooliscode.cli", "serve", "--upstream", upstream.base_url,
+            [sys.executable, "-m", "tooliscode.serve.cli", "serve", "--upstream", upstream.base_url,
              "--port", str(port), "--model", "qwq", "--log", str(tmp_path / "log.jsonl")],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLISCODE_API_KEY": "k"})
         try:

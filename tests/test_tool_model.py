@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 from tooliscode import Limits, Session, Tool, ToolRegistry, as_tool
-from tooliscode.codegen import ToolStub, stub
-from tooliscode.schema import parse_docstring
+from tooliscode.tools.schema import parse_docstring
+from tooliscode.tools.stubs import ToolStub, stub
 
 
 class Address(BaseModel):

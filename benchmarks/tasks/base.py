@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from tooliscode.testing import Reply, call, say
+from tooliscode.openai.testing import Reply, call, say
 
 LARGE = "large-result"
 """Tool results far bigger than the answer: the target is >= 90% fewer context tokens."""

@@ -9,7 +9,7 @@ from textwrap import dedent
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.testing import Reply, call
+from tooliscode.openai.testing import Reply, call
 
 from .base import LARGE, Seen, Task, answer, values
 

@@ -9,7 +9,7 @@ import random
 from textwrap import dedent
 from typing import Any
 
-from tooliscode.testing import Reply, call
+from tooliscode.openai.testing import Reply, call
 
 from .base import LARGE, MULTI, Seen, Task, answer, values
 

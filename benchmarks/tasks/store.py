@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tooliscode.testing import Reply, call
+from tooliscode.openai.testing import Reply, call
 
 from .base import LARGE, Seen, Task, answer, values
 

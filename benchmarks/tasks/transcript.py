@@ -1,6 +1,6 @@
 """Running a task both ways through the real loop, and counting what each model call was sent.
 
-Both sides go through `tooliscode.loop.run_conversation` with the real `openai` client against
+Both sides go through `tooliscode.openai.loop.run_conversation` with the real `openai` client against
 `ScriptedServer`: the tools really run, the loop builds the history as it would for a real
 model, and the tokens are counted from the request bodies the server received.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import openai
 from tooliscode import ToolIsCode, ToolOutput, ToolRegistry
-from tooliscode.loop import LoopResult, run_conversation
-from tooliscode.testing import Reply, ScriptedRequest, ScriptedServer, code, say
-from tooliscode.tokens import ContextCounter
+from tooliscode.openai.loop import LoopResult, run_conversation
+from tooliscode.openai.testing import Reply, ScriptedRequest, ScriptedServer, code, say
+from tooliscode.prompt.tokens import ContextCounter
 
 from .base import Task, answer, decode, received
 

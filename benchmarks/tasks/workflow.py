@@ -10,7 +10,7 @@ from textwrap import dedent
 from typing import Any, NamedTuple
 
 from tooliscode import Tool
-from tooliscode.testing import Reply, call
+from tooliscode.openai.testing import Reply, call
 
 from .base import MULTI, Seen, Task, answer
 

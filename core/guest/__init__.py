@@ -23,9 +23,6 @@ def guest_sources() -> list[tuple[str, str]]:
     """(module name, source) pairs, in load order."""
     out = []
     for stem in GUEST_MODULES:
-        if stem == "convert":  # shared with the host, lives beside it
-            text = resources.files("tooliscode").joinpath("convert.py").read_text("utf-8")
-        else:
-            text = resources.files(__name__).joinpath(f"{stem}.py").read_text("utf-8")
+        text = resources.files(__name__).joinpath(f"{stem}.py").read_text("utf-8")
         out.append((f"{GUEST_PACKAGE}.{stem}", text))
     return out

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..limits import Limits
-from ..textmode import ParsedReply, parse_reply
+from ..engine.limits import Limits
+from ..openai.textmode import ParsedReply, parse_reply
 from .prompt import NEED_CODE, failed_code, guide, history, text_of
 from .recorder import RECORDING_LIMITS, Recorded, record_calls
 from .request import ChatRequest

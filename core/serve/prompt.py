@@ -12,10 +12,10 @@ import keyword
 from collections.abc import Mapping
 from typing import Any
 
-from ..codegen import guest_spec
-from ..codetool import with_catalog
-from ..registry import ToolRegistry
-from ..tools import python_name
+from ..prompt.codetool import with_catalog
+from ..tools.registry import ToolRegistry
+from ..tools.stubs import guest_spec
+from ..tools.tool import python_name
 
 __all__ = ["NEED_CODE", "calls_as_code", "failed_code", "guide", "history", "text_of"]
 

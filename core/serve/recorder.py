@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..limits import Limits
-from ..registry import ToolRegistry
-from ..session import Session
+from ..engine.limits import Limits
+from ..engine.session import Session
+from ..tools.registry import ToolRegistry
 from .shapes import call_id
 
 __all__ = ["RECORDING_LIMITS", "Recorded", "record_calls", "stand_in"]

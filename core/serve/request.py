@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..codegen import guest_spec
-from ..registry import ToolRegistry
-from ..tools import Tool
+from ..tools.registry import ToolRegistry
+from ..tools.stubs import guest_spec
+from ..tools.tool import Tool
 from .recorder import stand_in
 from .shapes import ApiError
 

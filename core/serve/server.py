@@ -18,8 +18,8 @@ from typing import Any
 
 from typing_extensions import Self
 
-from ..apikey import UNAUTHORIZED, key_matches
-from ..limits import Limits
+from ..engine.limits import Limits
+from .apikey import UNAUTHORIZED, key_matches
 from .completion import Completer, Round
 from .prompt import history
 from .recorder import RECORDING_LIMITS
@@ -113,7 +113,7 @@ _warmed = threading.Event()
 def _warm_up() -> None:
     """Load the sandbox's runtime in the background (once per process), so the first request
     with code does not wait for it."""
-    from ..session import Session
+    from ..engine.session import Session
 
     def warm() -> None:
         try:

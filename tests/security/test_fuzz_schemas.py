@@ -8,8 +8,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tooliscode import Session, Tool
-from tooliscode.codegen import stub
 from tooliscode.guest.validate import problem
+from tooliscode.tools.stubs import stub
 
 names = st.one_of(
     st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),

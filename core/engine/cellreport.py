@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import CellCalls
-from .files import Snapshot, changed, snapshot
+from ..runtime import GuestTrap
+from .folder import Snapshot, changed, snapshot
 from .limits import Limits
 from .result import CellResult
-from .runtime import GuestTrap
+from .toolcalls import CellCalls
 from .worker import Command
 
 __all__ = ["Cell", "build_result", "trap_result", "restart_notice"]

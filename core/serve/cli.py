@@ -50,9 +50,9 @@ def _repl_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _repl(args: argparse.Namespace) -> int:
-    from .limits import Limits
+    from ..engine.limits import Limits
+    from ..openai.toolset import ToolIsCode
     from .repl import Repl, load_attribute, load_mcp, load_tools
-    from .toolset import ToolIsCode
 
     with ExitStack() as stack:
         tools: list[Any] = []
@@ -96,9 +96,9 @@ def _mcp(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from .limits import Limits
-    from .mcp_config import load_config
-    from .mcp_proxy import CodeModeProxy, UpstreamError
+    from ..engine.limits import Limits
+    from ..mcp.config import load_config
+    from ..mcp.proxy import CodeModeProxy, UpstreamError
 
     try:
         import mcp  # noqa: F401
@@ -125,13 +125,13 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
-    from .serve.command import arguments
+    from .command import arguments
 
     arguments(parser)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .serve.command import run
+    from .command import run
 
     return run(args)
 

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .errors import ToolError
-from .tools import Tool, python_name
+from ..errors import ToolError
+from ..tools.tool import Tool, python_name
 
 __all__ = ["MCPCall", "mcp_namespace", "mcp_result_value", "mcp_tool"]
 

@@ -1,6 +1,6 @@
 """One model turn in each API: the request to send, and the text and calls that came back.
 
-The loop (core/loop.py) is written once over these two adapters, for the Responses API and
+The loop (openai/loop.py) is written once over these two adapters, for the Responses API and
 for Chat Completions, plain or streamed.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .items import Api, to_plain
 from .streaming import ToolCallAccumulator
+from .toolcall import Api, to_plain
 from .toolset import ToolIsCode
 
 __all__ = ["Turn", "Wire", "wire_for"]

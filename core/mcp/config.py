@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ToolIsCodeError
+from ..errors import ToolIsCodeError
 
 __all__ = ["ConfigError", "UpstreamConfig", "load_config", "parse_config"]
 
@@ -63,8 +63,8 @@ class UpstreamConfig:
 
     def server(self) -> Any:
         """A `tooliscode.MCPServer` for this entry (not started)."""
-        from .mcp import MCPServer
-        from .mcp_tools import mcp_namespace
+        from .client import MCPServer
+        from .tools import mcp_namespace
 
         options: dict[str, Any] = {"name": mcp_namespace(self.name), "timeout_s": self.timeout_s,
                                    "include": self.include}

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .convert import to_json_value
-from .errors import ToolError
+from ..errors import ToolError
+from ..guest.convert import to_json_value
+from ..tools.registry import ToolRegistry
+from ..tools.schema import describe_validation_error
+from ..tools.tool import Tool
 from .limits import Limits
-from .registry import ToolRegistry
 from .result import ToolCallRecord
-from .schema import describe_validation_error
-from .tools import Tool
 
 __all__ = ["CellCalls", "background_loop", "tool_executor"]
 

@@ -31,13 +31,13 @@ from typing import Any
 
 from typing_extensions import Self
 
-from .apikey import require_key
-from .codegen import ToolStub
-from .codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
-from .errors import ToolIsCodeError
-from .limits import Limits
-from .mcp import MCPServer
-from .toolset import ToolIsCode
+from ..engine.limits import Limits
+from ..errors import ToolIsCodeError
+from ..openai.toolset import ToolIsCode
+from ..prompt.codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
+from ..serve.apikey import require_key
+from ..tools.stubs import ToolStub
+from .client import MCPServer
 
 __all__ = ["SEARCH_TOOL_NAME", "CodeModeProxy", "Reply", "UpstreamError"]
 
@@ -197,7 +197,7 @@ class CodeModeProxy:
         import mcp_types as types
         from mcp.server.lowlevel import Server
 
-        from . import __version__
+        from .. import __version__
 
         tools = [
             types.Tool(name=CODE_TOOL_NAME, description=self.instructions,

@@ -21,8 +21,12 @@ from typing import Any
 
 from typing_extensions import Self
 
-from .binding import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
-from .codetool import (
+from ..engine.keyed import KeyedSessions
+from ..engine.limits import Limits
+from ..engine.result import CellResult
+from ..engine.session import Session
+from ..errors import SessionClosed
+from ..prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     LLM_QUERY_NOTE,
@@ -30,15 +34,11 @@ from .codetool import (
     instructions,
     render,
 )
-from .errors import SessionClosed
-from .items import Api, CodeCall, parse_call
-from .limits import Limits
-from .registry import ToolRegistry
-from .result import CellResult
-from .runtime import Runtime
-from .session import Session
-from .sessions import KeyedSessions
-from .tools import Tool, as_tool
+from ..runtime import Runtime
+from ..tools.registry import ToolRegistry
+from ..tools.tool import Tool, as_tool
+from .callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
+from .toolcall import Api, CodeCall, parse_call
 
 __all__ = ["ToolIsCode", "ToolOutput"]
 

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import CellCalls
-from .cellresult import Cell, build_result, trap_result
-from .codegen import guest_spec, search_entry
-from .errors import SessionClosed
-from .files import INTERNAL_DIR, FileInfo, list_files, read_file
+from ..errors import SessionClosed
+from ..runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, default_runtime
+from ..tools.registry import ToolRegistry
+from ..tools.stubs import guest_spec, search_entry
+from .cellreport import Cell, build_result, trap_result
+from .folder import INTERNAL_DIR, FileInfo, list_files, read_file
 from .limits import Limits
 from .pool import WarmPool
-from .registry import ToolRegistry
 from .result import CellResult
-from .runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, default_runtime
+from .toolcalls import CellCalls
 from .worker import Command, NotStarted, Worker
 
 __all__ = ["Session"]

@@ -21,12 +21,12 @@ from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .binding import LLM
-from .errors import ToolIsCodeError
-from .items import Api
+from ..errors import ToolIsCodeError
+from .callback import LLM
 from .streaming import PartialCall, ToolCallAccumulator
+from .toolcall import Api
 from .toolset import ToolIsCode, ToolOutput
-from .turns import Turn, Wire, wire_for
+from .turn import Turn, Wire, wire_for
 
 __all__ = ["LoopResult", "MaxIterationsExceeded", "arun_batch", "arun_conversation",
            "llm_from_client", "run_batch", "run_conversation"]
@@ -127,7 +127,7 @@ def _advance(steps: _Steps, outcome: Any) -> _Ask | _Run | None:
 
 
 def _skipped(toolset: ToolIsCode, item: dict[str, Any]) -> ToolOutput:
-    from .items import parse_call
+    from .toolcall import parse_call
 
     return ToolOutput(parse_call(item, toolset.name).output(_SKIPPED))
 

@@ -17,9 +17,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .guest import guest_sources
-from .runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
-from .runtime.cache import cache_dir, write_private
+from ..guest import guest_sources
+from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
+from ..runtime.cache import cache_dir, write_private
 
 __all__ = ["guest_code"]
 

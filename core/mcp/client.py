@@ -20,10 +20,10 @@ from contextlib import asynccontextmanager
 from typing import Any, TextIO, TypeVar
 from urllib.parse import urlsplit
 
-from .calls import background_loop
-from .errors import ToolError
-from .mcp_tools import mcp_namespace, mcp_tool
-from .tools import Tool, python_name
+from ..engine.toolcalls import background_loop
+from ..errors import ToolError
+from ..tools.tool import Tool, python_name
+from .tools import mcp_namespace, mcp_tool
 
 __all__ = ["MCPServer"]
 

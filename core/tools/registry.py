@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .search import SearchIndex
-from .tools import Tool, as_tool
+from .tool import Tool, as_tool
 
 __all__ = ["ToolRegistry"]
 

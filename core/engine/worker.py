@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bytecode import guest_code
-from .guest import guest_sources
+from ..guest import guest_sources
+from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
+from .guestcode import guest_code
 from .limits import Limits
-from .runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 
 __all__ = ["Command", "Worker", "NotStarted"]
 

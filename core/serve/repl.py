@@ -19,10 +19,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from .registry import ToolRegistry
-from .tokens import TOKENIZER, count_tokens
-from .tools import Tool
-from .toolset import ToolIsCode
+from ..openai.toolset import ToolIsCode
+from ..prompt.tokens import TOKENIZER, count_tokens
+from ..tools.registry import ToolRegistry
+from ..tools.tool import Tool
 
 __all__ = ["Repl", "load_attribute", "load_mcp", "load_tools"]
 
@@ -72,7 +72,7 @@ def load_mcp(target: str, stack: ExitStack) -> list[Tool]:
     """The tools of an MCP server: a command line (stdio) or an http(s) URL; the server is
     stopped when `stack` closes."""
     try:
-        from .mcp import MCPServer
+        from ..mcp.client import MCPServer
     except ImportError as exc:
         raise SystemExit(f"MCP servers need the mcp extra: pip install 'tooliscode[mcp]' ({exc})") from None
     if target.startswith(("http://", "https://")):

@@ -15,9 +15,9 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from .codegen import ToolStub, summary
-from .registry import ToolRegistry
-from .tools import Tool
+from ..tools.registry import ToolRegistry
+from ..tools.stubs import ToolStub, summary
+from ..tools.tool import Tool
 
 __all__ = ["catalog"]
 

@@ -13,8 +13,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..runtime import Runtime
 from .limits import Limits
-from .runtime import Runtime
 from .worker import Worker
 
 __all__ = ["WarmPool", "new_workdir"]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .items import Api, field, to_plain
+from .toolcall import Api, field, to_plain
 
 __all__ = ["PartialCall", "ToolCallAccumulator", "partial_code"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .pytypes import TypeWriter, describe, docstring, pascal, resolve, union
-from .tools import Tool, python_name
+from .tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 

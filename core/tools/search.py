@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .tools import Tool
+from .tool import Tool
 
 __all__ = ["SearchIndex", "words"]
 

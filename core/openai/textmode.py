@@ -26,9 +26,9 @@ from typing import Any
 
 from typing_extensions import Self
 
-from .binding import Callback
-from .codetool import LLM_QUERY_NOTE, with_catalog
-from .result import CellResult
+from ..engine.result import CellResult
+from ..prompt.codetool import LLM_QUERY_NOTE, with_catalog
+from .callback import Callback
 from .toolset import ToolIsCode, ToolOutput
 
 __all__ = ["ParsedReply", "TextMode", "TextTurn", "extract_code", "parse_reply", "strip_think"]

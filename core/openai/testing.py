@@ -22,8 +22,8 @@ from typing import Any
 
 from typing_extensions import Self
 
-from .codetool import CODE_TOOL_NAME
-from .items import Api
+from ..prompt.codetool import CODE_TOOL_NAME
+from .toolcall import Api
 
 __all__ = ["Reply", "ScriptedRequest", "ScriptedServer", "call", "code", "say"]
 

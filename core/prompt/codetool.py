@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..engine.result import CellResult
+from ..tools.registry import ToolRegistry
 from .catalog import catalog
-from .registry import ToolRegistry
-from .result import CellResult
 
 __all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "LLM_QUERY_NOTE", "code_tool_description",
            "instructions", "render", "with_catalog"]

@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .tools import Tool
+from ..tools.tool import Tool
 
 __all__ = [
     "LLM",

@@ -116,7 +116,7 @@ class KeyedSessions(Generic[T]):
 
     def _check_open(self) -> None:
         if self._closed:
-            from .errors import SessionClosed
+            from ..errors import SessionClosed
 
             raise SessionClosed("this ToolIsCode is closed")
 

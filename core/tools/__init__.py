@@ -1,0 +1,2 @@
+"""Tools, framework-free: the `Tool`, the registry, JSON Schema handling, search, and the
+typed Python stubs the model reads."""
