@@ -171,7 +171,7 @@ class WasmtimeInstance(Instance):
         self._memory_handle = memory  # keeps the struct _memory points into alive
         self._memory = _ctypes.addressof(memory._memory)
         self._passthrough = Passthrough(runtime.engine, runtime.passthrough, self._store, memory,
-                                        FORWARDED)
+                                        runtime.forwarded)
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
@@ -364,6 +364,7 @@ class WasmtimeRuntime(Runtime):
         config.epoch_interruption = True
         self.engine = wasmtime.Engine(config)
         self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
+        self.forwarded = FORWARDED
         self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
