@@ -109,7 +109,7 @@ class Runtime(ABC):
     """Starts guests. One runtime object serves a whole process."""
 
     name: str
-    python_note: str = "Python 3.12, standard library only"
+    python_note: str = "Python 3.12 (standard library only)"
     """Which Python the guest is, and which libraries it has: for the code tool's guide."""
     min_memory_bytes: int = 32 * 1024 * 1024
     """The smallest memory limit a guest can start with."""

@@ -96,9 +96,7 @@ class DataInstance(WasmtimeInstance):
         files: DataFiles = self._rt.files  # type: ignore[attr-defined]
         wasi = wasmtime.WasiConfig()
         wasi.argv = [_ARGV0, "-I", "-c", ""]
-        env = {"TMPDIR": "/tmp", "HOME": "/tmp", "PYTHONTZPATH": "", "MPLBACKEND": "Agg",
-               **spec.extra_env}
-        wasi.env = list(env.items())
+        wasi.env = list(spec.extra_env.items())  # like the default runtime: nothing else
         # The order matters: a memory image remembers the descriptor of each preopen.
         wasi.preopen_dir(str(files.lib_dir), _LIB, fs_mutable=False)
         wasi.preopen_dir(str(files.mpl_dir), _MPL, fs_mutable=False)
