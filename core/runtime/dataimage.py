@@ -58,8 +58,8 @@ class Images:
     def start(self, instance: DataInstance, spec: GuestSpec) -> None:
         """Map the image over the fresh `instance` if there is one that fits its limit;
         otherwise make sure one is being built (this instance then boots as usual)."""
-        if not SUPPORTED or not self.preload or spec.boot_reply is None:
-            return
+        if not SUPPORTED or not self.preload or spec.boot_reply is None or spec.extra_env:
+            return  # an image remembers its environment: only guests with none use it
         image = self._image(spec)
         if image is None or image.size > spec.memory_bytes:
             return
@@ -83,7 +83,7 @@ class Images:
             return keys[2]
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"), repr(self.preload),
-                     spec.boot_source):
+                     self._rt.layout, spec.boot_source):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]

@@ -163,6 +163,8 @@ class DataRuntime(WasmtimeRuntime):
     thread_stack = THREAD_STACK
     turn_based = True
     pool_size = 0
+    layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR},/tmp reseed"
+    """What a memory image depends on besides the module and the boot code."""
 
     def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = ("numpy", "pandas")):
         self.files = data_files()
