@@ -142,10 +142,16 @@ class Images:
                                                         boot_reply=spec.boot_reply))
             reply = spec.boot_reply or b""
             instance.handler = lambda frame: reply if bytes(frame) == _BOOT_REQUEST else b""
-            instance.arm(_BUILD_TIMEOUT_S)
-            instance.run()
-            instance.arm(_BUILD_TIMEOUT_S)
-            instance.turn(_preload_source(self.preload))
+            said: list[bytes] = []
+            instance.output = lambda stream, data: said.append(data)
+            try:
+                instance.arm(_BUILD_TIMEOUT_S)
+                instance.run()
+                instance.arm(_BUILD_TIMEOUT_S)
+                instance.turn(_preload_source(self.preload))
+            except GuestTrap as trap:
+                tail = b"".join(said)[-2000:].decode("utf-8", "replace")
+                raise GuestTrap(trap.reason, f"{trap.message}\n{tail}") from None
             return capture(instance._memory_handle, instance._store)
         finally:
             if instance is not None:

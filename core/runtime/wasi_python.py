@@ -48,7 +48,6 @@ WASM_STACK = 8 << 20
 stack-overflow trap; the guest thread then needs a native stack twice as big."""
 THREAD_STACK = 16 << 20
 _FLAGS = "epoch_interruption,async_stack=8MiB,max_wasm_stack=8MiB"
-_TMP_DIR = ".tooliscode/tmp"
 _ARGV0 = "/usr/local/bin/python.wasm"
 _LIB = "/usr/local/lib"
 _MPL = f"{_LIB}/python315.zip/matplotlib/mpl-data"
@@ -56,6 +55,21 @@ _TRANSPORT = '''
 import _host, sys
 sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
+
+
+class _Unavailable:
+    """Modules this build carries that cannot work here (there are no processes): refused as
+    on the default runtime. ctypes stays, since pandas imports it; it loads no library."""
+
+    names = frozenset(("multiprocessing", "_multiprocessing"))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Unavailable())
 
 def exchange(request):
     """One round trip to the host: `request` bytes in, the answer's bytes out."""
@@ -100,11 +114,8 @@ class DataInstance(WasmtimeInstance):
         # The order matters: a memory image remembers the descriptor of each preopen.
         wasi.preopen_dir(str(files.lib_dir), _LIB, fs_mutable=False)
         wasi.preopen_dir(str(files.mpl_dir), _MPL, fs_mutable=False)
-        wasi.preopen_dir(str(spec.workdir), GUEST_DIR)
-        # /tmp inside the session folder, so that the folder's quota covers it too
-        tmp = spec.workdir / _TMP_DIR
-        tmp.mkdir(parents=True, exist_ok=True)
-        wasi.preopen_dir(str(tmp), "/tmp")
+        wasi.preopen_dir(str(spec.workdir), GUEST_DIR)  # the only writable folder, as on
+        # the default runtime: `tempfile` then falls back to the working directory, /session
         return wasi
 
     def map_image(self, image: object) -> None:
@@ -163,7 +174,7 @@ class DataRuntime(WasmtimeRuntime):
     thread_stack = THREAD_STACK
     turn_based = True
     pool_size = 0
-    layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR},/tmp reseed"
+    layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
     """What a memory image depends on besides the module and the boot code."""
 
     def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = ("numpy", "pandas")):
