@@ -8,7 +8,6 @@ the cache is on another file system; the data extracted from the zip) and preope
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from ..errors import RuntimeNotFound
 from .cache import cache_dir
-from .locate import WasmFile
+from .locate import WasmFile, _sha256
 
 __all__ = ["DataFiles", "data_files", "DataRuntimeMissing", "INSTALL_HINT"]
 
@@ -72,14 +71,6 @@ def _sums(path: Path) -> dict[str, str]:
     except OSError:
         pass
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _prepared(target: Path, make) -> Path:  # type: ignore[no-untyped-def]

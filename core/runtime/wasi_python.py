@@ -19,7 +19,7 @@ import weakref
 
 import wasmtime
 
-from .base import GUEST_DIR, GuestSpec, GuestTrap, TrapReason
+from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import load_module
 from .datafiles import INSTALL_HINT, DataFiles, data_files
 from .dataimage import Images
@@ -30,11 +30,9 @@ from .wasmtime_wasi import (
     WasmtimeInstance,
     WasmtimeRuntime,
     _current,
-    _describe,
     _guarded,
     _host_function,
     _sleep,
-    _tls,
 )
 
 __all__ = ["DataRuntime", "DataInstance", "INSTALL_HINT", "MIN_MEMORY_BYTES"]
@@ -129,22 +127,12 @@ class DataInstance(WasmtimeInstance):
 
     def turn(self, source: str) -> None:
         data = source.encode()
-        _tls.instance = self
-        try:
-            where = self._alloc_func(self._store, len(data)) & 0xFFFFFFFF
-            base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
-            ctypes.memmove((base or 0) + where, data, len(data))
-            status = self._turn_func(self._store, where, len(data))
-        except wasmtime.ExitTrap as exc:
-            raise GuestTrap("exit", f"the interpreter exited with status {exc.code}") from None
-        except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
-            reason: TrapReason = self._trap_reason or self._classify(exc)
-            raise GuestTrap(reason, _describe(reason, exc)) from None
-        finally:
-            _tls.instance = None
-            self.disarm()
-            if self._stop_reason is not None:
-                self._rt.ticker.release()
+        where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
+        if not where:
+            raise GuestTrap("crash", "the guest had no memory left for the next command")
+        base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
+        ctypes.memmove((base or 0) + where, data, len(data))
+        status = self._call(self._turn_func, where, len(data), exit_ok=False)
         if status != 0:
             raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
                             "traceback went to stderr)")

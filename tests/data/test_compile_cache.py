@@ -34,7 +34,7 @@ def test_two_processes_compile_one_entry_once(tmp_path, monkeypatch):
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 and "LOADED" in out for p, (out, _) in zip(procs, outs)), outs
     logs = "".join(err for _, err in outs)
-    assert logs.count("compiling the Python runtime python.wasm (") == 1, logs
+    assert logs.count("(once for this machine;") == 1, logs  # one compile started
     assert entry.is_file()
     assert not list(tmp_path.glob(".tmp-*"))
 
@@ -48,7 +48,7 @@ def test_a_process_waits_for_the_lock_holder(tmp_path, monkeypatch):
         guard.start()
         try:
             first = proc.stderr.readline()  # the child blocks on the lock after saying so
-            assert "another process is compiling python.wasm; waiting" in first, first
+            assert "another process is compiling" in first and "waiting" in first, first
             assert proc.poll() is None and not entry.exists()
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
