@@ -42,6 +42,10 @@ _LOOP = textwrap.dedent("""
 """)
 
 
+_CALL = {"type": "function_call", "call_id": "c1", "name": "run_python",
+         "arguments": json.dumps({"code": "print(get_order(order_id=3)['total'])"})}
+
+
 def get_order(order_id: int) -> dict:
     """Look up one order."""
     return {"id": order_id, "total": order_id * 1.5}
@@ -75,8 +79,8 @@ def _conversations_per_s(name: str, seconds: float = 5.0) -> float:
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         with ToolIsCode([get_order], runtime=name) as code:
-            out = code.run({"code": "print(get_order(order_id=3)['total'])"})
-            assert "4.5" in str(out), out
+            out = code.tool_call(_CALL)
+            assert "4.5" in out.text, out.text
         count += 1
     return count / (time.perf_counter() - start)
 

@@ -41,7 +41,10 @@ def _preload_source(modules: tuple[str, ...]) -> str:
     return (f"import gc, importlib\nfor _m in {list(modules)!r}:\n"
             "    importlib.import_module(_m)\n"
             "import asyncio  # the guest's import hook installs its event loop on it\n"
-            "del _m, asyncio, importlib\ngc.collect()\ndel gc\n")
+            "del _m, asyncio, importlib\ngc.collect()\n"
+            # what is already there is never collected: a guest's collections then leave the
+            # image's pages alone (shared, and not faulted in)
+            "gc.freeze()\ndel gc\n")
 
 
 class Images:
@@ -82,8 +85,8 @@ class Images:
         if keys is not None and keys[0] == spec.boot_source and keys[1] == spec.boot_reply:
             return keys[2]
         digest = hashlib.sha256()
-        for part in (self._rt.wasm.sha256, metadata.version("wasmtime"), repr(self.preload),
-                     self._rt.layout, spec.boot_source):
+        for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
+                     _preload_source(self.preload), self._rt.layout, spec.boot_source):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]

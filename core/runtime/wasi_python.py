@@ -102,6 +102,7 @@ class DataInstance(WasmtimeInstance):
         self._alloc_func = exports["host_alloc"]
         self._host_alloc = HostAlloc(self._alloc_func)
         self._boot = spec.boot_source
+        self._prefix = ""
         self.from_image = False
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
@@ -122,11 +123,16 @@ class DataInstance(WasmtimeInstance):
         self.from_image = True
 
     def run(self) -> None:
-        """Boot: run the boot code, or on a mapped image only give it its own random seeds."""
-        self.turn(_RESEED if self.from_image else self._boot)
+        """Boot: run the boot code. A guest mapped from an image is booted already: it only
+        needs its own random seeds, given at the start of its first turn (a turn less)."""
+        if self.from_image:
+            self._prefix = _RESEED
+        else:
+            self.turn(self._boot)
 
     def turn(self, source: str) -> None:
-        data = source.encode()
+        data = (self._prefix + source).encode() if self._prefix else source.encode()
+        self._prefix = ""
         where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
         if not where:
             raise GuestTrap("crash", "the guest had no memory left for the next command")
@@ -142,8 +148,7 @@ class DataInstance(WasmtimeInstance):
         super().close()
 
 
-_RESEED = '''
-import os as _os, random as _random, sys as _sys
+_RESEED = '''import os as _os, random as _random, sys as _sys
 _random.seed(_os.urandom(32))
 if "numpy" in _sys.modules:
     _sys.modules["numpy"].random.seed([int.from_bytes(_os.urandom(4), "little") for _ in range(8)])
