@@ -208,6 +208,8 @@ class Worker:
     def stop(self, reason: str) -> None:
         """Make a running guest trap; it will take no more commands."""
         self.instance.stop(reason)  # type: ignore[arg-type]
+        if self._turns:  # it may have yielded just now: then its thread waits out here
+            self._commands.put(Command({"op": "exit"}))
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """Ask the guest to exit and wait for its thread; stop it if it does not."""
@@ -241,8 +243,11 @@ class Worker:
             with self._lock:
                 self._closed = True
                 current, self._current = self._current, None
+                held, self._held = self._held, None
             if current is not None and not current.future.done():
                 current.future.set_exception(self.death)
+            if held is not None and not held.future.done():
+                held.future.set_exception(NotStarted("the guest died first"))
             while True:
                 try:
                     pending = self._commands.get_nowait()

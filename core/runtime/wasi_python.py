@@ -25,6 +25,7 @@ from .datafiles import INSTALL_HINT, DataFiles, data_files
 from .dataimage import Images
 from .epoch import EpochTicker
 from .hostcall import HostAlloc, define_host_call
+from .memimage import MemoryImage
 from .shadow import FORWARDED, GUARDED, WASI, define_shadow, passthrough_module
 from .wasmtime_wasi import (
     WasmtimeInstance,
@@ -117,9 +118,9 @@ class DataInstance(WasmtimeInstance):
         # the default runtime: `tempfile` then falls back to the working directory, /session
         return wasi
 
-    def map_image(self, image: object) -> None:
-        """Start from `image` (a `MemoryImage`) instead of booting; before any turn."""
-        image.map(self._memory_handle, self._store)  # type: ignore[attr-defined]
+    def map_image(self, image: MemoryImage) -> None:
+        """Start from `image` instead of booting; before any turn."""
+        image.map(self._memory_handle, self._store)
         self.from_image = True
 
     def run(self) -> None:
