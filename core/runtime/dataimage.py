@@ -143,6 +143,7 @@ class Images:
         try:
             instance = DataInstance(self._rt, GuestSpec(folder, _BUILD_MEMORY, spec.boot_source,
                                                         boot_reply=spec.boot_reply))
+            self._rt._live.add(instance)  # the runtime is not freed under it
             reply = spec.boot_reply or b""
             instance.handler = lambda frame: reply if bytes(frame) == _BOOT_REQUEST else b""
             said: list[bytes] = []
