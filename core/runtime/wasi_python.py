@@ -163,7 +163,7 @@ class DataRuntime(WasmtimeRuntime):
 
     name = "data"
     python_note = ("Python 3.15 with numpy, pandas, scipy, scikit-learn, statsmodels and "
-                   "matplotlib (no threads, sockets or ctypes)")
+                   "matplotlib (no threads, processes or network)")
     min_memory_bytes = MIN_MEMORY_BYTES
     thread_stack = THREAD_STACK
     turn_based = True
