@@ -25,11 +25,13 @@ from .limits import Limits
 from .pool import WarmPool
 from .result import CellResult
 from .toolcalls import CellCalls
-from .worker import Command, NotStarted, Worker
+from .worker import Command, NotStarted, Worker, join_all
 
 __all__ = ["Session"]
 
 _WATCHDOG_GRACE_S = 5.0
+_EXIT_WAIT_S = 3.0
+"""How long exit waits for closing guests to end and remove their folders."""
 _pools: dict[int, WarmPool] = {}
 _pools_lock = threading.Lock()
 _live: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -52,11 +54,15 @@ class _State:
     owns_workdir: bool
 
     def release(self) -> None:
+        """Returns at once: the guest's own thread removes our folder once the guest is gone
+        (nothing may write into it after that)."""
         worker, self.worker = self.worker, None
+        remove = functools.partial(shutil.rmtree, self.workdir, ignore_errors=True) \
+            if self.owns_workdir else None
         if worker is not None:
-            worker.shutdown()
-        if self.owns_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            worker.shutdown(remove, quick=self.owns_workdir)
+        elif remove is not None:
+            remove()
 
 
 class Session:
@@ -141,13 +147,20 @@ class Session:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
-    def close(self) -> None:
-        """Stop the guest and free its thread, memory and (if ours) folder."""
-        if self._closed:
-            return
-        self._closed = True
-        _live.discard(self)
-        self._finalizer()
+    def close(self, wait: bool = False) -> None:
+        """Stop the guest and free its thread, memory and (if ours) folder.
+
+        Returns at once: the guest ends on its own thread, which then removes the folder
+        (exit waits for that). `wait=True` returns only once the guest is gone."""
+        if not self._closed:
+            self._closed = True
+            _live.discard(self)
+            worker = self._state.worker
+            self._finalizer()
+        else:
+            worker = None
+        if wait and worker is not None:
+            worker.join(_EXIT_WAIT_S)
 
     def __enter__(self) -> Session:
         return self
@@ -159,7 +172,7 @@ class Session:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await asyncio.to_thread(self.close)
+        self.close()
 
     # -- internals ----------------------------------------------------------------------
 
@@ -316,4 +329,5 @@ def _shutdown_all() -> None:
         _pools.clear()
     for pool in pools:
         pool.close()
+    join_all(_EXIT_WAIT_S)
     close_default_runtime()

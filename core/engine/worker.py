@@ -24,7 +24,7 @@ from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 from .guestcode import guest_code
 from .limits import Limits
 
-__all__ = ["Command", "Worker", "NotStarted"]
+__all__ = ["Command", "Worker", "NotStarted", "join_all"]
 
 log = logging.getLogger("tooliscode")
 
@@ -89,6 +89,22 @@ def _parse(frame: bytes) -> Any:
     return value
 
 
+_running: set[Worker] = set()
+"""Guests whose threads have not ended: exit waits for them (see `join_all`)."""
+
+
+def join_all(timeout: float) -> None:
+    """Shut down every guest and wait, `timeout` seconds in all, for their threads: each one
+    frees its instance and runs its clean-up (its folder) before the interpreter goes."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for worker in list(_running):
+        worker.shutdown(quick=True)
+    for worker in list(_running):
+        worker.join(max(0.05, deadline - time.monotonic()))
+
+
 class NotStarted(Exception):
     """The guest died before it took this command; it may be sent to a new guest."""
 
@@ -132,6 +148,10 @@ class Worker:
         self._current: Command | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._ended = False
+        self.booted = threading.Event()
+        """Set once the guest first waits for a command (or has died trying)."""
+        self._then: list[Callable[[], None]] = []
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries)
@@ -141,6 +161,7 @@ class Worker:
         self.instance.output = self._output
         self.instance.on_change = self._changing
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
+        _running.add(self)
         self.thread.start()
 
     @property
@@ -183,19 +204,41 @@ class Worker:
         """Make a running guest trap; it will take no more commands."""
         self.instance.stop(reason)  # type: ignore[arg-type]
 
-    def shutdown(self, timeout: float = 2.0) -> None:
-        """Ask the guest to exit and wait for its thread; stop it if it does not."""
+    def shutdown(self, then: Callable[[], None] | None = None, *, quick: bool = False) -> None:
+        """Ask the guest to exit, without waiting: its thread frees the instance and then
+        runs `then` (removing the session folder, say) once the guest is really gone.
+
+        `quick` stops the guest instead of letting CPython finalize, which would only flush
+        files into a folder that `then` deletes anyway."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._commands.put(Command({"op": "exit"}))
-        if threading.current_thread() is self.thread:
-            return
-        self.thread.join(timeout)
-        if self.thread.is_alive():
-            self.instance.stop("abandoned")
+            if then is not None:
+                self._then.append(then)
+            if not self._closed:
+                self._closed = True
+                self._commands.put(Command({"op": "exit"}, before=(
+                    (lambda: self.instance.stop("abandoned")) if quick else None)))
+            ended = self._ended
+        if ended:
+            self._run_then()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the guest's thread has ended (after `shutdown`); stop it if it has not
+        by then. True when it ended."""
+        if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
+            if self.thread.is_alive():
+                self.instance.stop("abandoned")
+                self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def _run_then(self) -> None:
+        with self._lock:
+            actions, self._then = self._then, []
+        for action in actions:
+            try:
+                action()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: cleaning up after a guest failed")
 
     # -- the guest's thread -------------------------------------------------------------
 
@@ -225,6 +268,11 @@ class Worker:
                 self.instance.close()
             except Exception:  # noqa: BLE001
                 log.exception("tooliscode: closing the instance failed")
+            self.booted.set()
+            with self._lock:
+                self._ended = True
+            _running.discard(self)
+            self._run_then()
 
     def _changing(self) -> None:
         current = self._current
@@ -261,6 +309,7 @@ class Worker:
         return self.ops(op, msg, self._current)
 
     def _next(self, result: Any) -> dict[str, Any]:
+        self.booted.set()
         current, self._current = self._current, None
         if isinstance(result, dict) and result.get("error_type") == "MemoryError":
             self._after_memory_error()
