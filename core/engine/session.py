@@ -83,6 +83,8 @@ class Session:
         self._lost: tuple[str, ...] | None = None
         self._setup: dict[str, Any] | None = None
         self._closed = False
+        self._notices: list[str] = []
+        """Told with the next cell's result (a restore, say)."""
         if workdir is None:
             worker = _pool(self.runtime).acquire()
             self._state = _State(None, worker.workdir, True)
@@ -122,6 +124,40 @@ class Session:
             return await self._arun(code, asyncio.get_running_loop())
         finally:
             self._turn.release()
+
+    def snapshot(self, *, key: bytes | str | None = None) -> bytes:
+        """The session's whole state as bytes (variables, what the cells defined, imports,
+        the folder's files), for `Session.restore` in any process. Waits for a running cell.
+
+        Signed with `key` (or `TOOLISCODE_SNAPSHOT_KEY`) when given."""
+        from ..durable.state import capture
+
+        self._check_open()
+        with self._turn:
+            worker = self._ensure_worker()
+            return capture(self, worker.call, key)
+
+    @classmethod
+    def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
+                limits: Limits | None = None, workdir: str | Path | None = None,
+                runtime: Runtime | None = None, key: bytes | str | None = None) -> Session:
+        """A live session with the state `blob` holds; the tools are given again (they are
+        host objects, not state). A damaged, foreign or tampered snapshot raises
+        `SnapshotError` before anything of it runs."""
+        from ..durable.envelope import unpack
+        from ..durable.state import fingerprint, restore_into
+
+        unpack(blob, runtime=fingerprint(runtime or default_runtime()), key=key)  # check first
+        session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
+        try:
+            with session._turn:
+                worker = session._ensure_worker()
+                notice, session._names = restore_into(session, blob, worker.call, key)
+                session._notices.append(notice)
+        except BaseException:
+            session.close()
+            raise
+        return session
 
     def reset(self) -> None:
         """Forget every variable, function and import; tools and files stay."""
@@ -219,7 +255,10 @@ class Session:
                           None if timeout is None else time.monotonic() + timeout)
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
-        return Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command.notices.extend(self._notices)
+        self._notices.clear()
+        return command
 
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s
