@@ -2,9 +2,10 @@
 
 from .envelope import SnapshotError, pack, unpack
 from .folder_store import FolderStore
+from .keeper import Keeper
 from .store import LeaseHeld, SessionStore, StoreUnavailable
 
-__all__ = ["FolderStore", "RedisStore", "LeaseHeld", "SessionStore", "SnapshotError", "StoreUnavailable",
+__all__ = ["FolderStore", "Keeper", "RedisStore", "LeaseHeld", "SessionStore", "SnapshotError", "StoreUnavailable",
            "pack", "unpack"]
 
 

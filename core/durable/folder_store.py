@@ -14,7 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .store import SessionStore, StoreUnavailable
+from .store import SessionStore, StoreUnavailable, version_of
 
 __all__ = ["FolderStore"]
 
@@ -43,7 +43,18 @@ class FolderStore(SessionStore):
             raise StoreUnavailable(f"reading the session store failed: {exc}") from exc
 
     def put(self, key: str, data: bytes) -> None:
-        target = self._path(key, ".snap")
+        self._write(self._path(key, ".snap"), data)
+        self._write(self._path(key, ".ver"), version_of(data).encode())
+
+    def version(self, key: str) -> str | None:
+        try:
+            return self._path(key, ".ver").read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreUnavailable(f"reading the session store failed: {exc}") from exc
+
+    def _write(self, target: Path, data: bytes) -> None:
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
             try:
@@ -59,6 +70,7 @@ class FolderStore(SessionStore):
             raise StoreUnavailable(f"writing the session store failed: {exc}") from exc
 
     def delete(self, key: str) -> None:
+        self._path(key, ".ver").unlink(missing_ok=True)
         self._path(key, ".snap").unlink(missing_ok=True)
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .store import SessionStore, StoreUnavailable
+from .store import SessionStore, StoreUnavailable, version_of
 
 __all__ = ["RedisStore"]
 
@@ -57,10 +57,18 @@ class RedisStore(SessionStore):
         return self._call("read", self.client.get, self.prefix + "snap:" + key)
 
     def put(self, key: str, data: bytes) -> None:
-        self._call("write", self.client.set, self.prefix + "snap:" + key, data)
+        pipe = self.client.pipeline(transaction=True)  # both keys change together
+        pipe.set(self.prefix + "snap:" + key, data)
+        pipe.set(self.prefix + "ver:" + key, version_of(data))
+        self._call("write", pipe.execute)
+
+    def version(self, key: str) -> str | None:
+        value = self._call("read", self.client.get, self.prefix + "ver:" + key)
+        return value.decode() if value is not None else None
 
     def delete(self, key: str) -> None:
-        self._call("delete", self.client.delete, self.prefix + "snap:" + key)
+        self._call("delete", self.client.delete, self.prefix + "snap:" + key,
+                   self.prefix + "ver:" + key)
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> bool:
         name, ms = self.prefix + "lease:" + key, max(1, int(ttl_s * 1000))

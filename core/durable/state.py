@@ -20,7 +20,7 @@ from .envelope import SnapshotError, pack, unpack
 if TYPE_CHECKING:
     from ..engine.session import Session
 
-__all__ = ["capture", "fingerprint", "restore_into"]
+__all__ = ["capture", "fingerprint", "restore_into", "restore_notice"]
 
 _STATE = "state.bin"
 
@@ -68,9 +68,9 @@ def capture(session: Session, call: Any, key: bytes | str | None) -> bytes:
 
 
 def restore_into(session: Session, blob: bytes, call: Any, key: bytes | str | None
-                 ) -> tuple[str, tuple[str, ...]]:
-    """Load `blob` into the fresh `session`; returns the notice for its next result and the
-    names the guest now holds."""
+                 ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Load `blob` into the fresh `session`; returns what could not come along (name ->
+    why) and the names the guest now holds."""
     parts, meta = unpack(blob, runtime=fingerprint(session.runtime), key=key)
     with tarfile.open(fileobj=io.BytesIO(parts.get("files", b"")), mode="r") as tar:
         tar.extractall(session.workdir, filter="data")
@@ -84,13 +84,20 @@ def restore_into(session: Session, blob: bytes, call: Any, key: bytes | str | No
         error = reply.get("error") if isinstance(reply, dict) else reply
         raise SnapshotError(f"the guest could not load the saved state: {error}")
     missing = {**_mapping(meta.get("dropped")), **_mapping(reply.get("failed"))}
+    names = reply.get("names")
+    return missing, tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+
+
+def restore_notice(missing: dict[str, str], announce: bool) -> str | None:
+    """What the model reads after a restore: that it happened (when `announce`), and what
+    it must make again."""
     text = ("This session was restored from a snapshot: its variables, functions, classes, "
-            "imports and files are back.")
+            "imports and files are back." if announce else "")
     if missing:
         listed = "; ".join(f"{name}: {why}" for name, why in sorted(missing.items())[:20])
-        text += f" These could not come along and must be made again: {listed}."
-    names = reply.get("names")
-    return text, tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+        text += (" " if text else "This session moved to another worker. ") + (
+            f"These could not come along and must be made again: {listed}.")
+    return text or None
 
 
 def _mapping(value: Any) -> dict[str, str]:

@@ -7,11 +7,12 @@ resuming the same snapshot and one overwriting the other's cells.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 
 from ..errors import ToolIsCodeError
 
-__all__ = ["LeaseHeld", "SessionStore", "StoreUnavailable"]
+__all__ = ["LeaseHeld", "SessionStore", "StoreUnavailable", "version_of"]
 
 
 class StoreUnavailable(ToolIsCodeError):
@@ -36,6 +37,11 @@ class SessionStore(ABC):
         half-written value)."""
 
     @abstractmethod
+    def version(self, key: str) -> str | None:
+        """A short tag that changes whenever `put` stores new bytes for `key` (a worker keeping
+        the conversation's live session checks it to know nobody else moved on)."""
+
+    @abstractmethod
     def delete(self, key: str) -> None:
         """Forget `key` (a conversation that ended)."""
 
@@ -50,3 +56,8 @@ class SessionStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and leases this store object holds."""
+
+
+def version_of(data: bytes) -> str:
+    """The version tag stores keep beside `data` (a snapshot ends with its own digest)."""
+    return hashlib.sha256(data[-64:] + len(data).to_bytes(8, "little")).hexdigest()[:24]

@@ -105,6 +105,10 @@ class Session:
         return self._state.workdir
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def names(self) -> tuple[str, ...]:
         """Global names the guest held after the last cell."""
         return self._names
@@ -140,20 +144,24 @@ class Session:
     @classmethod
     def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
                 limits: Limits | None = None, workdir: str | Path | None = None,
-                runtime: Runtime | None = None, key: bytes | str | None = None) -> Session:
+                runtime: Runtime | None = None, key: bytes | str | None = None,
+                announce: bool = True) -> Session:
         """A live session with the state `blob` holds; the tools are given again (they are
         host objects, not state). A damaged, foreign or tampered snapshot raises
-        `SnapshotError` before anything of it runs."""
+        `SnapshotError` before anything of it runs. The next result tells the model what
+        could not come along (and, with `announce`, that the session was restored)."""
         from ..durable.envelope import unpack
-        from ..durable.state import fingerprint, restore_into
+        from ..durable.state import fingerprint, restore_into, restore_notice
 
         unpack(blob, runtime=fingerprint(runtime or default_runtime()), key=key)  # check first
         session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
                 worker = session._ensure_worker()
-                notice, session._names = restore_into(session, blob, worker.call, key)
-                session._notices.append(notice)
+                missing, session._names = restore_into(session, blob, worker.call, key)
+                notice = restore_notice(missing, announce)
+                if notice:
+                    session._notices.append(notice)
         except BaseException:
             session.close()
             raise

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -13,6 +11,8 @@ import time
 
 import pytest
 from tooliscode.durable import FolderStore, SnapshotError, StoreUnavailable, pack, unpack
+
+from .conftest import free_port
 
 PARTS = {"memory": bytes(range(256)) * 1000, "files": b"", "meta": b'{"cells": 3}'}
 
@@ -71,36 +71,6 @@ def test_the_key_can_come_from_the_environment(monkeypatch):
 # -- stores -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    """A real Redis server on loopback (redis-server from the system's packages; .ci/run
-    installs it)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(folder)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
-
-
 @pytest.fixture(params=["folder", "redis"])
 def store(request, tmp_path):
     if request.param == "folder":
@@ -117,7 +87,9 @@ def test_a_store_keeps_bytes_by_key(store):
     assert store.get("conv-1") is None
     store.put("conv-1", b"one")
     store.put("conv-2", b"two")
+    first = store.version("conv-1")
     store.put("conv-1", b"uno")
+    assert store.version("conv-1") != first and store.version("nothing") is None
     assert store.get("conv-1") == b"uno" and store.get("conv-2") == b"two"
     store.delete("conv-1")
     assert store.get("conv-1") is None and store.get("conv-2") == b"two"
@@ -137,7 +109,7 @@ def test_the_folder_store_leaves_no_temporary_files(tmp_path):
     store = FolderStore(tmp_path)
     for i in range(20):
         store.put("k", bytes([i]) * 10_000)
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".snap"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".snap", ".ver"]
 
 
 _HOLDER = textwrap.dedent("""
@@ -187,6 +159,6 @@ def test_a_killed_worker_loses_its_redis_lease_when_it_expires(redis_url):
 def test_a_redis_that_is_down_is_a_clear_error_not_a_hang():
     from tooliscode.durable import RedisStore
 
-    store = RedisStore(f"redis://127.0.0.1:{_free_port()}/0", timeout_s=1.0)
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout_s=1.0)
     with pytest.raises(StoreUnavailable, match="Redis session store failed to read"):
         store.get("conv")
