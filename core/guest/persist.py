@@ -152,10 +152,19 @@ def _why(value: Any, exc: BaseException) -> str:
 def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """The pickled values of `names` in `ns`, and the names left behind with the reason.
 
-    Everything goes in one pickle so shared objects stay shared (an instance keeps its
-    class); a name that cannot pickle is found alone and left out."""
+    Plain data (what `marshal` takes: the usual result of tool calls) goes by marshal, which
+    is many times faster than a pickler with Python hooks. The rest goes in one pickle so
+    shared objects stay shared (an instance keeps its class); a name that cannot pickle is
+    found alone and left out. (Data shared between the two groups is copied.)"""
     refs = {id(v): k for k, v in helpers.items()}
     values = {k: ns[k] for k in names if k in ns}
+    plain = {}
+    for name, value in list(values.items()):  # data alone goes by marshal, in C
+        try:
+            marshal.dumps(value)
+        except (ValueError, TypeError):
+            continue
+        plain[name] = values.pop(name)
     dropped: dict[str, str] = {}
     try:
         blob = _pickle(values, refs, ns)
@@ -168,7 +177,8 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
                 del values[name]
         blob = _pickle(values, refs, ns)
     modules = sorted({m.split(".")[0] for m in sys.modules} & set(_imported(ns)))
-    return pickle.dumps({"format": _FORMAT, "values": blob, "modules": modules}), dropped
+    return pickle.dumps({"format": _FORMAT, "values": blob, "plain": marshal.dumps(plain),
+                         "modules": modules}), dropped
 
 
 def _imported(ns: dict[str, Any]) -> list[str]:
@@ -192,5 +202,6 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
         values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load()
     finally:
         _globals = {}
+    ns.update(marshal.loads(state["plain"]))
     ns.update(values)
     return failed

@@ -162,3 +162,20 @@ def test_a_redis_that_is_down_is_a_clear_error_not_a_hang():
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout_s=1.0)
     with pytest.raises(StoreUnavailable, match="Redis session store failed to read"):
         store.get("conv")
+
+
+def test_a_memory_delta_keeps_only_changed_pages_and_rebuilds_the_memory():
+    from tooliscode.durable.pages import PAGE, apply, diff, size_of
+
+    base = bytes(range(256)) * (PAGE * 10 // 256)
+    current = bytearray(base) + b"\x07" * (PAGE + 123)  # grown by a page and a bit
+    current[3 * PAGE + 5] ^= 0xFF
+    current[7 * PAGE] ^= 0x01
+    delta = diff(base, current)
+    assert len(delta) < 4 * PAGE  # two changed pages and the two new ones
+    assert size_of(delta) == len(current)
+    target = bytearray(base) + bytes(len(current) - len(base))
+    apply(delta, memoryview(target))
+    assert target == current
+    with pytest.raises(ValueError):
+        apply(delta, memoryview(bytearray(len(base))))
