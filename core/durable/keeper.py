@@ -1,9 +1,10 @@
 """`Keeper`: conversations whose sessions live in a store, so any worker can take the next call.
 
-A call for a key takes the key's lease, then uses the session this process already holds if
-nobody else has moved the conversation on since (the store's version says so), else restores
-it from the store. After the call the session is saved and the lease given back on another
-thread, so the answer is not held up; the next call for the key waits for that save.
+A call for a key takes the key's lease (`begin`), uses the session this process already holds
+if nobody has moved the conversation on since (the store's version says so; `current`), else
+restores it from the store (`fetch`). After the call the session is saved and the lease given
+back on another thread (`end`), so the answer is not held up; the next call for the key waits
+for that save. `checkout`/`checkin` do all of it for a plain session per key.
 """
 
 from __future__ import annotations
@@ -22,34 +23,37 @@ from ..engine.session import Session
 from .envelope import SnapshotError
 from .store import LeaseHeld, SessionStore, StoreUnavailable, version_of
 
-__all__ = ["Keeper"]
+__all__ = ["Keeper", "UNREACHABLE", "UNRESTORABLE"]
 
 log = logging.getLogger("tooliscode")
 
+UNREACHABLE = ("The session store could not be reached ({error}); this is a new Python "
+               "session: earlier variables are gone.")
+UNRESTORABLE = ("The saved session could not be restored ({error}); this is a new Python "
+                "session: earlier variables are gone.")
+
 
 @dataclass
-class _Held:
-    session: Session | None = None
-    version: str | None = None
+class _Key:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    """Held from `checkout` until the save after the call is stored."""
-    leased: threading.Event | None = None
-    """Set to stop renewing the lease (while a long cell or save runs, it must not lapse)."""
+    """Held from `begin` until the save after the call is stored."""
+    version: str | None = None
+    """The store's version of the session held here (None: none held, or unknown)."""
+    renewing: threading.Event | None = None
+    session: Session | None = None
+    """For `checkout`/`checkin` only: the plain session kept for this key."""
 
 
 @dataclass
 class Keeper:
-    """Sessions by conversation key, kept in `store` between calls.
+    """Leases, versions and saves of conversations kept in `store`.
 
-    `make()` starts a new session; `restore(blob)` rebuilds one (both with the caller's tools,
-    limits and runtime). `on_store_error`: "error" raises `StoreUnavailable`; "fresh" goes on
-    with a new session and tells the model so."""
+    `on_store_error`: "error" raises `StoreUnavailable`; "fresh" goes on without the store,
+    and the model is told it has a new session."""
 
     store: SessionStore
-    make: Callable[[], Session]
-    restore: Callable[[bytes], Session]
     lease_s: float = 15.0
-    """How long a lease lasts without renewal: how long a killed worker's conversation waits."""
+    """How long a lease lasts unrenewed: how long a killed worker's conversation waits."""
     wait_s: float = 10.0
     """How long a call waits for another worker's lease before `LeaseHeld`."""
     on_store_error: Literal["error", "fresh"] = "error"
@@ -57,54 +61,103 @@ class Keeper:
     """Signs the snapshots (else `TOOLISCODE_SNAPSHOT_KEY`, else unsigned)."""
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:"
                                                 f"{uuid.uuid4().hex[:8]}")
-    _held: dict[str, _Held] = field(default_factory=dict, repr=False)
+    _keys: dict[str, _Key] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def checkout(self, key: str) -> tuple[Session, str | None]:
-        """The session of `key`, current as of the store, with a notice for the model when
-        it is not the one the conversation had. Hold it until `checkin(key)`."""
+    def _entry(self, key: str) -> _Key:
         with self._lock:
-            held = self._held.setdefault(key, _Held())
-        held.lock.acquire()
+            return self._keys.setdefault(key, _Key())
+
+    # -- the steps of one call ----------------------------------------------------------------
+
+    def begin(self, key: str) -> tuple[str | None, str | None]:
+        """Take `key` for one call: its lease, and the store's version of its session.
+        Returns (version, notice); the notice says the store was unreachable ("fresh")."""
+        entry = self._entry(key)
+        entry.lock.acquire()
         try:
-            return self._checkout(key, held)
+            self._lease(key, entry)
+            return self.store.version(key), None
+        except StoreUnavailable as exc:
+            self._stop_renewing(entry)
+            if self.on_store_error == "error":
+                entry.lock.release()
+                raise
+            entry.version = None
+            return None, UNREACHABLE.format(error=exc)
         except BaseException:
-            if held.leased is not None:
-                held.leased.set()
-            held.lock.release()
+            self._stop_renewing(entry)
+            entry.lock.release()
             raise
 
-    def _checkout(self, key: str, held: _Held) -> tuple[Session, str | None]:
-        try:
-            self._lease(key, held)
-            version = self.store.version(key)
-        except StoreUnavailable as exc:
-            if self.on_store_error == "error":
-                raise
-            if held.session is None:
-                held.session = self.make()
-                return held.session, (f"The session store could not be reached ({exc}); this "
-                                      "is a new Python session: earlier variables are gone.")
-            return held.session, None
-        if held.session is not None and held.version == version:
-            return held.session, None
-        if held.session is not None:  # another worker moved the conversation on
-            held.session.close()
-            held.session = None
-        blob = self.store.get(key) if version is not None else None
-        notice = None
-        if blob is not None:
-            try:
-                held.session = self.restore(blob)
-            except SnapshotError as exc:
-                notice = (f"The saved session could not be restored ({exc}); this is a new "
-                          "Python session: earlier variables are gone.")
-        if held.session is None:
-            held.session = self.make()
-        held.version = version
-        return held.session, notice
+    def current(self, key: str, version: str | None) -> bool:
+        """Is the session held here for `key` the one the store has?"""
+        return version is not None and self._entry(key).version == version
 
-    def _lease(self, key: str, held: _Held) -> None:
+    def fetch(self, key: str, version: str | None) -> bytes | None:
+        """The stored snapshot of `key` (call between `begin` and `end`)."""
+        entry = self._entry(key)
+        blob = self.store.get(key) if version is not None else None
+        entry.version = version if blob is not None else None
+        return blob
+
+    def end(self, key: str, session: Session | None, *, wait: bool = False) -> None:
+        """The call is done: save `session` and give the lease back, on another thread
+        (`wait=True`: here)."""
+        entry = self._entry(key)
+        if wait:
+            self._save(key, entry, session)
+        else:
+            threading.Thread(target=self._save, args=(key, entry, session), daemon=True,
+                             name="tooliscode-save").start()
+
+    def forget(self, key: str) -> None:
+        """The conversation ended: remove it from the store."""
+        with self._lock:
+            self._keys.pop(key, None)
+        self.store.delete(key)
+
+    # -- a plain session per key ----------------------------------------------------------------
+
+    def checkout(self, key: str, make: Callable[[], Session],
+                 restore: Callable[[bytes], Session]) -> tuple[Session, str | None]:
+        """`key`'s session, current as of the store, and a notice for the model when it is
+        not the one the conversation had. Give it back with `checkin(key)`."""
+        version, notice = self.begin(key)
+        entry = self._entry(key)
+        try:
+            if entry.session is not None and (notice or self.current(key, version)):
+                return entry.session, None
+            if entry.session is not None:  # another worker moved the conversation on
+                entry.session.close()
+                entry.session = None
+            blob = None if notice else self.fetch(key, version)
+            if blob is not None:
+                try:
+                    entry.session = restore(blob)
+                except SnapshotError as exc:
+                    notice = UNRESTORABLE.format(error=exc)
+            if entry.session is None:
+                entry.session = make()
+            return entry.session, notice
+        except BaseException:
+            self.end(key, None, wait=True)
+            raise
+
+    def checkin(self, key: str, *, wait: bool = False) -> None:
+        self.end(key, self._entry(key).session, wait=wait)
+
+    def close(self) -> None:
+        """Close the plain sessions held here (their last saves stay in the store)."""
+        with self._lock:
+            entries, self._keys = list(self._keys.values()), {}
+        for entry in entries:
+            if entry.session is not None:
+                entry.session.close()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _lease(self, key: str, entry: _Key) -> None:
         deadline = time.monotonic() + self.wait_s
         pause = 0.005
         while not self.store.acquire(key, self.owner, self.lease_s):
@@ -113,77 +166,38 @@ class Keeper:
                                 f"{self.wait_s:g} s); try again")
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
-        stop = held.leased = threading.Event()
+        stop = entry.renewing = threading.Event()
         threading.Thread(target=self._renew, args=(key, stop), daemon=True,
                          name="tooliscode-lease").start()
 
     def _renew(self, key: str, stop: threading.Event) -> None:
-        """Keep the lease while this process works on the conversation; a process that dies
-        stops renewing, and the lease runs out."""
+        """Keep the lease while this process works on the conversation (a long cell or
+        save); a process that dies stops renewing, and the lease runs out."""
         while not stop.wait(self.lease_s / 3):
             try:
                 self.store.acquire(key, self.owner, self.lease_s)
             except StoreUnavailable:
                 log.warning("tooliscode: could not renew the lease of %r", key)
 
-    def checkin(self, key: str, *, wait: bool = False) -> None:
-        """The call is done: save the session and give the lease back, on another thread
-        (`wait=True`: here)."""
-        held = self._held[key]
-        if wait:
-            self._save(key, held)
-        else:
-            threading.Thread(target=self._save, args=(key, held), daemon=True,
-                             name="tooliscode-save").start()
+    @staticmethod
+    def _stop_renewing(entry: _Key) -> None:
+        if entry.renewing is not None:
+            entry.renewing.set()
+            entry.renewing = None
 
-    def _save(self, key: str, held: _Held) -> None:
+    def _save(self, key: str, entry: _Key, session: Session | None) -> None:
         try:
-            session = held.session
             if session is not None and not session.closed:
                 blob = session.snapshot(key=self.key)
                 self.store.put(key, blob)
-                held.version = version_of(blob)
+                entry.version = version_of(blob)
         except Exception:  # noqa: BLE001 - the next call restores the last good save
             log.exception("tooliscode: saving conversation %r failed", key)
-            held.version = None
+            entry.version = None
         finally:
-            if held.leased is not None:
-                held.leased.set()
-                held.leased = None
+            self._stop_renewing(entry)
             try:
                 self.store.release(key, self.owner)
             except StoreUnavailable:
                 log.warning("tooliscode: could not release the lease of %r", key)
-            held.lock.release()
-
-    def evict(self, key: str) -> None:
-        """Save the conversation and free its session here (idle, or too many): it is not
-        lost, the next call restores it."""
-        held = self._held.get(key)
-        if held is None:
-            return
-        self.checkout(key)
-        self.checkin(key, wait=True)
-        with held.lock:
-            session, held.session = held.session, None
-            with self._lock:
-                self._held.pop(key, None)
-        if session is not None:
-            session.close()
-
-    def drop(self, key: str) -> None:
-        """The conversation ended: forget it here and in the store."""
-        with self._lock:
-            held = self._held.pop(key, None)
-        if held is not None and held.session is not None:
-            held.session.close()
-        self.store.delete(key)
-
-    def close(self) -> None:
-        """Close the sessions held here (their last saves stay in the store)."""
-        with self._lock:
-            held, self._held = self._held, {}
-        for h in held.values():
-            with h.lock:
-                if h.session is not None:
-                    h.session.close()
+            entry.lock.release()

@@ -19,15 +19,20 @@ def main() -> None:
     kind, where, on_error, lease_s, wait_s = sys.argv[1:6]
     store = RedisStore(where, timeout_s=1.0) if kind == "redis" else FolderStore(where)
     limits = Limits(timeout_s=60)
-    keeper = Keeper(store, make=lambda: Session([bump], limits=limits),
-                    restore=lambda blob: Session.restore(blob, [bump], limits=limits,
-                                                         announce=False),
-                    lease_s=float(lease_s), wait_s=float(wait_s), on_store_error=on_error)
+    keeper = Keeper(store, lease_s=float(lease_s), wait_s=float(wait_s),
+                    on_store_error=on_error)
+
+    def make() -> Session:
+        return Session([bump], limits=limits)
+
+    def restore(blob: bytes) -> Session:
+        return Session.restore(blob, [bump], limits=limits, announce=False)
+
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         call = json.loads(line)
         try:
-            session, notice = keeper.checkout(call["key"])
+            session, notice = keeper.checkout(call["key"], make, restore)
         except Exception as exc:  # noqa: BLE001 - reported to the test as data
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
             continue
