@@ -21,6 +21,8 @@ from _util import Row, machine, table
 HERE = Path(__file__).resolve().parent
 GROUPS = [
     ("Sandbox core", "bench_core"),
+    ("Fresh interpreters", "bench_fresh"),
+    ("Durable sessions", "bench_durable"),
     ("Tools as code", "bench_codegen"),
     ("Scale", "bench_scale"),
     ("Tokens and round trips", "bench_tokens"),

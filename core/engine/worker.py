@@ -28,7 +28,7 @@ from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 from .guestcode import guest_code
 from .limits import Limits
 
-__all__ = ["Command", "Worker", "NotStarted"]
+__all__ = ["Command", "Worker", "NotStarted", "join_all"]
 
 log = logging.getLogger("tooliscode")
 
@@ -103,6 +103,22 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
             f"{limits.memory_bytes // (1 << 20)} MiB was asked")
 
 
+_running: set[Worker] = set()
+"""Guests whose threads have not ended: exit waits for them (see `join_all`)."""
+
+
+def join_all(timeout: float) -> None:
+    """Shut down every guest and wait, `timeout` seconds in all, for their threads: each one
+    frees its instance and runs its clean-up (its folder) before the interpreter goes."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for worker in list(_running):
+        worker.shutdown(quick=True)
+    for worker in list(_running):
+        worker.join(max(0.05, deadline - time.monotonic()))
+
+
 class NotStarted(Exception):
     """The guest died before it took this command; it may be sent to a new guest."""
 
@@ -152,6 +168,10 @@ class Worker:
         self._turns = runtime.turn_based
         check_memory(runtime, limits)
         self._code = guest_code(runtime)
+        self._ended = False
+        self.booted = threading.Event()
+        """Set once the guest first waits for a command (or has died trying)."""
+        self._then: list[Callable[[], None]] = []
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
@@ -161,6 +181,7 @@ class Worker:
         self.instance.output = self._output
         self.instance.on_change = self._changing
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
+        _running.add(self)
         old_stack = threading.stack_size(runtime.thread_stack) if runtime.thread_stack else None
         try:
             self.thread.start()
@@ -211,19 +232,41 @@ class Worker:
         if self._turns:  # it may have yielded just now: then its thread waits out here
             self._commands.put(Command({"op": "exit"}))
 
-    def shutdown(self, timeout: float = 2.0) -> None:
-        """Ask the guest to exit and wait for its thread; stop it if it does not."""
+    def shutdown(self, then: Callable[[], None] | None = None, *, quick: bool = False) -> None:
+        """Ask the guest to exit, without waiting: its thread frees the instance and then
+        runs `then` (removing the session folder, say) once the guest is really gone.
+
+        `quick` stops the guest instead of letting CPython finalize, which would only flush
+        files into a folder that `then` deletes anyway."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._commands.put(Command({"op": "exit"}))
-        if threading.current_thread() is self.thread:
-            return
-        self.thread.join(timeout)
-        if self.thread.is_alive():
-            self.instance.stop("abandoned")
+            if then is not None:
+                self._then.append(then)
+            if not self._closed:
+                self._closed = True
+                self._commands.put(Command({"op": "exit"}, before=(
+                    (lambda: self.instance.stop("abandoned")) if quick else None)))
+            ended = self._ended
+        if ended:
+            self._run_then()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the guest's thread has ended (after `shutdown`); stop it if it has not
+        by then. True when it ended."""
+        if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
+            if self.thread.is_alive():
+                self.instance.stop("abandoned")
+                self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def _run_then(self) -> None:
+        with self._lock:
+            actions, self._then = self._then, []
+        for action in actions:
+            try:
+                action()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: cleaning up after a guest failed")
 
     # -- the guest's thread -------------------------------------------------------------
 
@@ -259,6 +302,11 @@ class Worker:
                 self.instance.close()
             except Exception:  # noqa: BLE001
                 log.exception("tooliscode: closing the instance failed")
+            self.booted.set()
+            with self._lock:
+                self._ended = True
+            _running.discard(self)
+            self._run_then()
 
     def _serve_turns(self) -> None:
         self.instance.run()  # boot: the guest sets up and returns
@@ -323,6 +371,7 @@ class Worker:
                 "turns": self._turns}
 
     def _next(self, result: Any) -> dict[str, Any]:
+        self.booted.set()
         current, self._current = self._current, None
         if isinstance(result, dict) and result.get("error_type") == "MemoryError":
             self._after_memory_error()
