@@ -127,5 +127,4 @@ def test_flat_sets_are_grouped_by_their_shared_first_word():
 def test_instructions_carry_the_catalog():
     registry = ToolRegistry([Tool(name="ping", description="Answer pong.")])
     text = instructions(registry)
-    assert text.endswith('def ping(**kwargs: Any) -> Any:\n    """Answer pong.\n\n    Args:\n'
-                         '        **kwargs: other keys, passed on as given.\n    """')
+    assert text.endswith('def ping() -> Any:\n    """Answer pong."""')

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .pytypes import TypeWriter, describe, docstring, pascal, resolve, union
+from ..guest.validate import resolve
+from .pytypes import TypeWriter, describe, docstring, pascal, union
 from .tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
@@ -51,7 +52,12 @@ class ToolStub:
     tool: Tool
     params: tuple[Param, ...]
     kwargs: str | None
-    """The annotation of `**kwargs` when the tool takes keys beyond its parameters."""
+    """The annotation of `**kwargs` when the schema says which keys beyond its parameters
+    the tool takes."""
+    open: bool
+    """Whether a call may pass keys beyond the parameters. True as well for a schema that
+    declares no keys and does not forbid others: shown as `name()`, which is how it is meant
+    to be called, but any keyword is passed on, as JSON Schema allows."""
     returns: str
     classes: Mapping[str, str]
     """Sources of the `TypedDict` classes and type aliases the annotations name, by name."""
@@ -76,8 +82,9 @@ class ToolStub:
             params.append(Param(name, key, ann, default, omit, describe(prop)))
         params.sort(key=lambda p: p.default is not None)  # stable: schema order within each
         kwargs = None
-        if extra is not False and (extra is not None or not props):
+        if extra is not False and extra is not None:
             kwargs = writer.annotation(extra, owner + "Extra") if extra is not True else "Any"
+        open_ = kwargs is not None or (not props and extra is None)
         returns = "Any"
         if tool.output_schema:
             writer.use(tool.output_schema)
@@ -85,7 +92,7 @@ class ToolStub:
             hint = title if isinstance(title, str) and title.isidentifier() and \
                 title[:1].isupper() else f"{owner}Result"
             returns = writer.annotation(tool.output_schema, hint)
-        return cls(tool, tuple(params), kwargs, returns, writer.classes)
+        return cls(tool, tuple(params), kwargs, open_, returns, writer.classes)
 
     def signature(self, name: str | None = None) -> str:
         """`name(a: int, b: str = 'x') -> R` on one line; `name` defaults to the qualified one."""
@@ -239,7 +246,7 @@ def _spec(tool: Tool) -> dict[str, Any]:
         "shown": tool.qualified_name,
         "params": [p.name for p in s.params],
         "required": [p.name for p in s.params if p.default is None],
-        "open": s.kwargs is not None,
+        "open": s.open,
         "keys": {p.name: p.key for p in s.params if p.name != p.key},
         "omit_none": [p.name for p in s.params if p.omit_none],
         "schema": tool.parameters,
