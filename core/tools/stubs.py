@@ -7,7 +7,6 @@ how a call binds: parameter order, names, defaults and which `None`s mean "not g
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,14 +14,13 @@ from typing import Any
 
 from ..guest.validate import resolve
 from .pytypes import TypeWriter, describe, docstring, pascal, union
+from .summary import summary
 from .tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 
 _WIDTH = 100
 _DOC_WIDTH = 92  # inside a docstring indented by 4, so lines stay under _WIDTH
-_SUMMARY_CHARS = 110
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s)")
 
 
 @dataclass(frozen=True)
@@ -196,17 +194,6 @@ def _deref(root: Mapping[str, Any], part: Mapping[str, Any]) -> Mapping[str, Any
         return part
     node = resolve(root, ref)
     return node if isinstance(node, Mapping) else {}
-
-
-def summary(tool: Tool, limit: int = _SUMMARY_CHARS) -> str:
-    """The first sentence of the description, at most `limit` characters."""
-    text = " ".join(tool.description.split())
-    end = _SENTENCE_END.search(text)
-    if end:
-        text = text[: end.start() + 1]
-    if len(text) > limit:
-        text = text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return text
 
 
 def stub(tool: Tool) -> str:
