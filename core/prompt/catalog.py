@@ -36,7 +36,7 @@ summary."""
 _SHORT_OPENING = 120
 _NEXT_OPEN = '# The next {n} tools\' descriptions all begin: "{text}"'
 _MIN_PREFIX_GROUP = 3
-_FIRST_WORD = re.compile(r"[A-Za-z0-9]+?(?=_|[A-Z]|$)")
+_FIRST_WORD = re.compile(r"[^\W_]+?(?=_|[A-Z]|$)")  # a word in any script
 
 
 @dataclass
@@ -97,17 +97,19 @@ def _by_prefix(groups: list[_Group]) -> list[_Group]:
 
 
 def _by_opening(groups: list[_Group]) -> list[_Group]:
-    """Each group's tools that share an opening moved into a group of their own, after the
+    return [part for group in groups for part in _split(group)]
+
+
+def _split(group: _Group) -> list[_Group]:
+    """The group's tools that share an opening moved into a group of their own, after the
     rest of it: a block that ends where the group does."""
-    out: list[_Group] = []
-    for group in groups:
-        shared = openings(group.tools)
-        inside = {id(t) for o in shared for t in o.tools}
-        rest = [t for t in group.tools if id(t) not in inside]
-        if rest:
-            out.append(_Group(group.label, group.namespace, rest))
-        out += [_Group(group.label, group.namespace, o.tools, o.text) for o in shared]
-    return out
+    shared = openings(group.tools)
+    if not shared:
+        return [group]
+    inside = {id(t) for o in shared for t in o.tools}
+    rest = [t for t in group.tools if id(t) not in inside]
+    parts = [_Group(group.label, group.namespace, rest)] if rest else []
+    return parts + [_Group(group.label, group.namespace, o.tools, o.text) for o in shared]
 
 
 def _heading(group: _Group) -> list[str]:
@@ -138,20 +140,19 @@ def _full_stubs(groups: list[_Group], budget: int) -> str | None:
 def _one_line_each(groups: list[_Group], budget: int) -> str | None:
     lines: list[str] = []
     used = len(_LINE_HELP)
-    split = _by_opening(groups)
-    for i, group in enumerate(split):
-        # A namespace split by its openings is still headed once.
-        same = i > 0 and split[i - 1].namespace == group.namespace
-        head = [] if same else _heading(group)
-        if group.opening:
-            head.append(_NEXT_OPEN.format(n=len(group.tools),
-                                          text=clip(group.opening, _OPENING_CHARS)))
-        lines_of_group = (_brief_line(t, group.opening) for t in group.tools)
-        for line in itertools.chain(head, lines_of_group):  # lazily: may stop early
-            used += len(line) + 1
-            if used > budget:
-                return None
-            lines.append(line)
+    for group in groups:
+        head = _heading(group)  # once, above all its parts
+        for part in _split(group):  # a group at a time: the budget may run out early
+            if part.opening:
+                head.append(_NEXT_OPEN.format(n=len(part.tools),
+                                              text=clip(part.opening, _OPENING_CHARS)))
+            lines_of_part = (_brief_line(t, part.opening) for t in part.tools)
+            for line in itertools.chain(head, lines_of_part):  # lazily: may stop early
+                used += len(line) + 1
+                if used > budget:
+                    return None
+                lines.append(line)
+            head = []
     return "\n".join([*lines, _LINE_HELP])
 
 

@@ -41,9 +41,11 @@ def _shape(ch: str) -> str:
 def pascal(text: str) -> str:
     """`get_current_time` -> `GetCurrentTime`, `oldText` -> `OldText`, `dirección_envío` ->
     `DirecciónEnvío` (an identifier)."""
-    text = unicodedata.normalize("NFKC", text)
-    shape = "".join(map(_shape, text))  # words found on the shape, in any script
-    words = [text[m.start():m.end()] for m in _WORD.finditer(shape)]
+    if text.isascii():
+        words = _WORD.findall(text)
+    else:  # words found on the text's shape, in any script
+        text = unicodedata.normalize("NFKC", text)
+        words = [text[m.start():m.end()] for m in _WORD.finditer("".join(map(_shape, text)))]
     out = "".join(w[:1].upper() + w[1:] for w in words)
     return out if out.isidentifier() else f"T{out}"
 

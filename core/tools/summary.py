@@ -17,27 +17,29 @@ from .tool import Tool
 __all__ = ["Opening", "clip", "openings", "summary"]
 
 SUMMARY_CHARS = 110
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s)")
+_SENTENCE_END = re.compile(r"[.!?](?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?=\s)")
+"""The punctuation first: tested at every character, it is what rules most of them out."""
 
 
 def _text(tool: Tool) -> str:
     return " ".join(tool.description.split())
 
 
-def _ends(text: str) -> list[int]:
-    """Where each sentence of `text` ends; the last one runs to the end."""
-    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
-    return [*ends, len(text)] if text and (not ends or ends[-1] < len(text)) else ends
+def _first(text: str) -> str:
+    """The first sentence of `text`, its white space made single spaces. Found before the
+    rest is normalised: descriptions run to kilobytes and only this much is read."""
+    end = _SENTENCE_END.search(text)
+    return " ".join((text[: end.end()] if end else text).split())
 
 
 def summary(tool: Tool, limit: int = SUMMARY_CHARS, opening: str = "") -> str:
     """The first sentence of the description after `opening` (a shared one, see
     `openings`), at most `limit` characters."""
-    text = _text(tool)
-    if opening and text.startswith(opening):
-        text = text[len(opening):].lstrip()
-    end = _SENTENCE_END.search(text)
-    return clip(text[: end.start() + 1] if end else text, limit)
+    text = tool.description
+    if opening:
+        text = _text(tool)
+        text = text[len(opening):] if text.startswith(opening) else text
+    return clip(_first(text), limit)
 
 
 def clip(text: str, limit: int) -> str:
@@ -59,25 +61,25 @@ def openings(tools: Iterable[Tool], min_tools: int = 2) -> list[Opening]:
     """The shared openings among `tools`, in order of their first tool: tools whose first
     sentences are the same, with as many leading sentences as all of them share. Two tools
     are enough: their summaries would be the same."""
-    by_first: dict[str, list[tuple[str, list[int]]]] = {}
-    members: dict[str, list[Tool]] = {}
+    by_first: dict[str, list[Tool]] = {}
     for tool in tools:
-        text = _text(tool)
-        ends = _ends(text)
-        if not ends:
-            continue
-        first = text[: ends[0]]
-        by_first.setdefault(first, []).append((text, ends))
-        members.setdefault(first, []).append(tool)
+        first = _first(tool.description)
+        if first:
+            by_first.setdefault(first, []).append(tool)
     out = []
-    for first, described in by_first.items():
-        if len(described) < min_tools:
+    for first, tools_ in by_first.items():
+        if len(tools_) < min_tools:
             continue
-        text, ends = described[0]
-        shared = ends[0]
-        for end in ends[1:]:  # one more sentence, while every one of them has it too
-            if not all(t.startswith(text[:end]) and end in e for t, e in described):
+        members = [(tool, _text(tool)) for tool in tools_]
+        text = members[0][1]
+        shared = len(first)
+        # One more sentence, while every one of them has it too (the sentences of the
+        # first are looked for only here: most tools share no opening).
+        for more in [*_SENTENCE_END.finditer(text, shared), None]:
+            end = more.end() if more else len(text)
+            if end <= shared or not all(t.startswith(text[:end]) and (
+                    len(t) == end or t[end] == " ") for _, t in members):
                 break
             shared = end
-        out.append(Opening(text[:shared], members[first]))
+        out.append(Opening(text[:shared], tools_))
     return out
