@@ -51,7 +51,8 @@ def _described(value: Any) -> dict[str, str]:
     return {k: v[:200] for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str:
+def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
+    """The stream's text; when the guest cut it, the notice saying so is added to `cuts`."""
     info = report if isinstance(report, dict) else {}
     text = _str(info.get("text")) + command.raw_text(name)
     cut = info.get("cut")
@@ -61,8 +62,8 @@ def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str
         where = (f" The full text is in {saved}; read or search it in the next cell."
                  if isinstance(saved, str) and info.get("saved_all")
                  else f" The first part is in {saved}." if isinstance(saved, str) else "")
-        notices.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
-                       + where)
+        cuts.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
+                    + where)
     return text
 
 
@@ -82,8 +83,10 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
     notices: list[str] = list(command.notices)
     if lost is not None:
         notices.append(restart_notice(lost))
-    stdout = _stream(report.get("stdout"), command, "stdout", notices)
-    stderr = _stream(report.get("stderr"), command, "stderr", notices)
+    cuts: list[str] = []
+    stdout = _stream(report.get("stdout"), command, "stdout", cuts)
+    stderr = _stream(report.get("stderr"), command, "stderr", cuts)
+    notices += cuts
     ok = report.get("ok") is True
     return CellResult(
         ok=ok, stdout=stdout, stderr=stderr,
@@ -95,7 +98,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         names=_names(report["names"]) if "names" in report else names,
         new_names=_names(report.get("new_names")),
         described=_described(report.get("described")),
-        truncated=" ".join(n for n in notices if "cut" in n) or None,
+        truncated=" ".join(cuts) or None,
         files_written=cell.files_written(),
         final=report.get("final"), has_final=report.get("has_final") is True,
         notices=tuple(notices))
