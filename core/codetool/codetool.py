@@ -125,7 +125,7 @@ class CodeTool(Closing):
         sandbox, _ = self._conversations.acquire(key)
         try:
             sandbox.prepare(tools or self.toolbox)
-            return sandbox.enter(None)
+            return sandbox.live()
         finally:
             self._conversations.release(key)
 

@@ -7,18 +7,13 @@ from typing import Any
 
 from ..engine.result import CellResult
 
-__all__ = ["Reply"]
+__all__ = ["Outcome", "Reply"]
 
 
-@dataclass(frozen=True)
-class Reply:
-    """The text the model reads (notices included), and the cell's result.
+class Outcome:
+    """What a cell's `result` says, for the things that carry one."""
 
-    `result` is `None` when the sandbox failed to run the code at all; `text` says why.
-    """
-
-    text: str
-    result: CellResult | None = None
+    result: CellResult | None
 
     @property
     def ok(self) -> bool:
@@ -32,4 +27,16 @@ class Reply:
 
     @property
     def final(self) -> Any:
+        """The value the code passed to `final_answer`, if it did."""
         return self.result.final if self.result is not None else None
+
+
+@dataclass(frozen=True)
+class Reply(Outcome):
+    """The text the model reads (notices included), and the cell's result.
+
+    `result` is `None` when the sandbox failed to run the code at all; `text` says why.
+    """
+
+    text: str
+    result: CellResult | None = None

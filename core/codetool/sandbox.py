@@ -54,9 +54,11 @@ class Toolbox:
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> Toolbox:
-        """Tools that read no context: the same functions in every sandbox."""
+        """Tools that read no context: the same functions in every sandbox. Two such
+        toolboxes are the same set when the declarations and the functions are."""
         fixed = list(tools)
-        return cls(lambda _sandbox: fixed, fingerprint(fixed))
+        return cls(lambda _sandbox: fixed,
+                   (fingerprint(fixed), tuple(id(t.function) for t in fixed)))
 
 
 @dataclass(eq=False)
@@ -103,12 +105,17 @@ class Sandbox:
             used, self._used = self._used, False
             return REPLACED if replaced is not None and used else None
 
-    def enter(self, context: Any) -> Session:
-        """The session to run the next cell in, with `context` set (hold `lock`)."""
+    def live(self) -> Session:
+        """The started session; `SessionClosed` if the sandbox was closed."""
         if self.session is None:
             raise SessionClosed("this conversation's sandbox is closed")
-        self.context, self._used = context, True
         return self.session
+
+    def enter(self, context: Any) -> Session:
+        """The session to run the next cell in, with `context` set (hold `lock`)."""
+        session = self.live()
+        self.context, self._used = context, True
+        return session
 
     def start(self, toolbox: Toolbox) -> None:
         """Start the session now if there is none (a failure is logged: the first cell

@@ -69,35 +69,43 @@ Step = Hold | Blocking | RunCell
 Steps = Generator[Step, Any, T]
 
 
-def _advance(steps: Steps[T], outcome: Any, error: BaseException | None) -> tuple[bool, Any]:
-    """(True, the result) when the generator is done, else (False, its next step)."""
-    try:
-        return False, steps.send(outcome) if error is None else steps.throw(error)
-    except StopIteration as stop:
-        return True, stop.value
+class _Driver:
+    """A generator of steps, and what its last step gave (a value, or an exception)."""
+
+    def __init__(self, steps: Steps[Any]):
+        self.steps = steps
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def next(self) -> Step | None:
+        """Hand over the last outcome; the next step, or None (and `value` the result) when
+        the generator is done."""
+        try:
+            if self.error is None:
+                return self.steps.send(self.value)
+            return self.steps.throw(self.error)
+        except StopIteration as stop:
+            self.value, self.error = stop.value, None
+            return None
 
 
 def drive(steps: Steps[T]) -> T:
     """Carry out `steps` on this thread."""
-    outcome, error = None, None
-    while True:
-        done, step = _advance(steps, outcome, error)
-        if done:
-            return step
+    driver = _Driver(steps)
+    while (step := driver.next()) is not None:
         try:
-            outcome, error = step.run(), None
+            driver.value, driver.error = step.run(), None
         except BaseException as exc:  # noqa: BLE001 - the generator decides
-            outcome, error = None, exc
+            driver.value, driver.error = None, exc
+    return driver.value
 
 
 async def adrive(steps: Steps[T]) -> T:
     """Carry out `steps` on the running event loop."""
-    outcome, error = None, None
-    while True:
-        done, step = _advance(steps, outcome, error)
-        if done:
-            return step
+    driver = _Driver(steps)
+    while (step := driver.next()) is not None:
         try:
-            outcome, error = await step.arun(), None
+            driver.value, driver.error = await step.arun(), None
         except BaseException as exc:  # noqa: BLE001 - the generator decides
-            outcome, error = None, exc
+            driver.value, driver.error = None, exc
+    return driver.value

@@ -119,7 +119,7 @@ class KeyedSessions(Generic[T]):
         if self._closed:
             from ..errors import SessionClosed
 
-            raise SessionClosed("this ToolIsCode is closed")
+            raise SessionClosed("this code tool is closed")
 
     def _take(self, key: Hashable) -> _Entry[T] | None:
         entry = self._entries.get(key)

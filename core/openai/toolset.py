@@ -17,6 +17,7 @@ from typing import Any
 
 from ..closing import Closing
 from ..codetool import CodeTool, Reply, Sandbox, Toolbox
+from ..codetool.reply import Outcome
 from ..engine.limits import Limits
 from ..engine.result import CellResult
 from ..engine.session import Session
@@ -36,7 +37,7 @@ from .toolcall import Api, parse_call
 __all__ = ["ToolIsCode", "ToolOutput"]
 
 
-class ToolOutput(dict):
+class ToolOutput(dict, Outcome):
     """The item to send back to the model (to the API it is a plain dict), plus what ran.
 
     `has_final` says the code called `final_answer(value)`: `final` is then the answer and
@@ -46,14 +47,6 @@ class ToolOutput(dict):
     def __init__(self, item: Mapping[str, Any], result: CellResult | None = None):
         super().__init__(item)
         self.result = result
-
-    @property
-    def has_final(self) -> bool:
-        return self.result is not None and self.result.has_final
-
-    @property
-    def final(self) -> Any:
-        return self.result.final if self.result is not None else None
 
     @property
     def text(self) -> str:
