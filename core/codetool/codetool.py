@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,8 @@ log = logging.getLogger("tooliscode")
 class CodeTool(Closing):
     """Runs code for conversations: a sandbox per conversation key, or one per run.
 
-    `tools` are the sandbox's tools: `Tool`s, or a `Toolbox` whose tools read the running
-    cell's `context` (what `run_code(context=...)` was given). A call may bring its own
+    `tools` are the sandbox's tools: `Tool`s or functions, or a `Toolbox` whose tools read the
+    running cell's `context` (what `run_code(context=...)` was given). A call may bring its own
     `tools=` (a framework's tools can change between runs); a conversation whose tools
     changed gets a new interpreter, and the model is told.
 
@@ -51,8 +51,9 @@ class CodeTool(Closing):
     with `keep_spare`, the next run's sandbox is started meanwhile.
     """
 
-    def __init__(self, tools: Iterable[Tool] | Toolbox = (), *, limits: Limits | None = None,
-                 runtime: Runtime | None = None, workdir: str | Path | None = None,
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Toolbox = (), *,
+                 limits: Limits | None = None, runtime: Runtime | None = None,
+                 workdir: str | Path | None = None,
                  describe_names: bool = True, idle_timeout_s: float | None = 1800.0,
                  max_sessions: int | None = None, keep_spare: bool = False):
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox.of(tools)

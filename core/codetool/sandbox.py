@@ -24,7 +24,7 @@ from ..errors import SessionClosed
 from ..prompt.render import REPLACED
 from ..runtime import Runtime
 from ..tools.registry import ToolRegistry
-from ..tools.tool import Tool
+from ..tools.tool import Tool, as_tool
 from .background import submit
 
 __all__ = ["Sandbox", "ToolFactory", "Toolbox", "fingerprint"]
@@ -53,10 +53,11 @@ class Toolbox:
     key: Hashable = None
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> Toolbox:
-        """Tools that read no context: the same functions in every sandbox. Two such
-        toolboxes are the same set when the declarations and the functions are."""
-        fixed = list(tools)
+    def of(cls, tools: Iterable[Tool | Callable[..., Any]]) -> Toolbox:
+        """Tools (or plain functions) that read no context: the same functions in every
+        sandbox. Two such toolboxes are the same set when the declarations and the functions
+        are."""
+        fixed = [as_tool(t) for t in tools]
         return cls(lambda _sandbox: fixed,
                    (fingerprint(fixed), tuple(id(t.function) for t in fixed)))
 
