@@ -15,7 +15,6 @@ it there from the checkpointer config). Without one, the tool keeps a single int
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import inspect
@@ -29,16 +28,14 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import PrivateAttr
-from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
-from tooliscode.engine.keyed import KeyedSessions
+from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
-
-from ._sandbox import Sandbox
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
 
@@ -123,7 +120,7 @@ class CodeModeTool(BaseTool):
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
     _declarations: list[Tool] = PrivateAttr(default_factory=list)
-    _sandboxes: KeyedSessions[Sandbox] = PrivateAttr()
+    _code: CodeTool = PrivateAttr()
 
     @property
     def tools(self) -> list[BaseTool]:
@@ -136,57 +133,43 @@ class CodeModeTool(BaseTool):
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
              *, config: RunnableConfig) -> str:
-        key = _thread_id(config)
-        sandbox, notice = self._sandboxes.acquire(key)
-        try:
-            result, text = sandbox.run(code, _Turn(_child(config, run_manager), False),
-                                       None, self._bind)
-        finally:
-            self._sandboxes.release(key)
-        return _answer(result, text, notice)
+        return _answer(self._code.run_code(
+            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), False)))
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
                     *, config: RunnableConfig) -> str:
-        key = _thread_id(config)
-        sandbox, notice = await asyncio.to_thread(self._sandboxes.acquire, key)
-        try:
-            result, text = await sandbox.arun(code, _Turn(_child(config, run_manager), True),
-                                              None, self._bind)
-        finally:
-            self._sandboxes.release(key)
-        return _answer(result, text, notice)
+        return _answer(await self._code.arun_code(
+            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), True)))
 
     # -- conversations ------------------------------------------------------------------
 
     @property
     def thread_ids(self) -> list[Any]:
         """The conversations with a live interpreter (`None` is the one without a thread_id)."""
-        return self._sandboxes.keys()
+        return self._code.keys
 
     def session(self, thread_id: Any = None) -> Any:
         """The live `Session` of a conversation, or `None` (e.g. to read the files it wrote)."""
-        sandbox = self._sandboxes.get(thread_id)
+        sandbox = self._code.get(thread_id)
         return sandbox.session if sandbox is not None else None
 
     def drop(self, thread_id: Any = None) -> bool:
         """Close one conversation's interpreter now (the conversation ended)."""
-        return self._sandboxes.drop(thread_id)
+        return self._code.drop(thread_id)
 
     def close(self) -> None:
         """Close every interpreter."""
-        self._sandboxes.close()
+        self._code.close()
 
 
 def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
     return patch_config(config, callbacks=run_manager.get_child() if run_manager else None)
 
 
-def _answer(result: CellResult, text: str, notice: str | None) -> str:
-    if notice:
-        text = f"[note] {notice}\n{text}"
-    if not result.ok:
-        raise ToolException(text)  # handled by the tool: content with status="error"
-    return text
+def _answer(reply: Reply) -> str:
+    if not reply.ok:
+        raise ToolException(reply.text)  # handled by the tool: content with status="error"
+    return reply.text
 
 
 def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,
@@ -208,7 +191,6 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
         description=guide if instructions_in_description else code_tool_description(registry, name))
     tool._tools = wrapped
     tool._declarations = declarations
-    tool._sandboxes = KeyedSessions(
-        lambda _key: Sandbox(limits=limits, describe=describe_names),
-        idle_s=idle_timeout_s, max_sessions=max_sessions)
+    tool._code = CodeTool(Toolbox(tool._bind), limits=limits, describe_names=describe_names,
+                          idle_timeout_s=idle_timeout_s, max_sessions=max_sessions)
     return tool

@@ -209,10 +209,10 @@ async def test_state_lives_per_run_by_default() -> None:
 
 async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
     """The spare a run left for the next one (made on another thread)."""
-    assert toolset.sandboxes is not None
+    assert toolset.codetool is not None
     for _ in range(500):
-        if toolset.sandboxes._spare is not None:
-            return toolset.sandboxes._spare
+        if toolset.codetool.spare is not None:
+            return toolset.codetool.spare
         await asyncio.sleep(0.01)
     raise AssertionError("no spare after 5 s")
 

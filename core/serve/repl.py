@@ -1,7 +1,7 @@
 """A terminal REPL that shows a person exactly what the model sees, and runs cells like it.
 
 It prints the tool list and instructions the model is given (with their token counts), then
-runs each cell typed (or piped) through `ToolIsCode.tool_call`, printing the very text the
+runs each cell typed (or piped) through `ToolIsCode.run_code`, printing the very text the
 model would read back.
 """
 
@@ -118,9 +118,7 @@ class Repl:
     def run_cell(self, code: str) -> str:
         """Run `code` as the model's next call; returns (and prints) what the model reads."""
         self._count += 1
-        item = {"type": "function_call", "call_id": f"repl_{self._count}",
-                "name": self.toolset.name, "arguments": json.dumps({"code": code})}
-        out = self.toolset.tool_call(item)
+        out = self.toolset.run_code(code, call_id=f"repl_{self._count}")
         text = out.text
         self.say(f"--- the model reads ({count_tokens(text):,} tokens) ---")
         self.say(text)
