@@ -144,7 +144,7 @@ class Session:
     @classmethod
     def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
                 limits: Limits | None = None, workdir: str | Path | None = None,
-                runtime: Runtime | None = None, key: bytes | str | None = None,
+                runtime: Runtime | str | None = None, key: bytes | str | None = None,
                 announce: bool = True) -> Session:
         """A live session with the state `blob` holds; the tools are given again (they are
         host objects, not state). A damaged, foreign or tampered snapshot raises
@@ -153,7 +153,8 @@ class Session:
         from ..durable.envelope import unpack
         from ..durable.state import fingerprint, restore_into, restore_notice
 
-        unpack(blob, runtime=fingerprint(runtime or default_runtime()), key=key)  # check first
+        runtime = resolve_runtime(runtime)
+        unpack(blob, runtime=fingerprint(runtime), key=key)  # checked before a guest starts
         session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
