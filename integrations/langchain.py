@@ -30,12 +30,14 @@ from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import PrivateAttr
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
+from tooliscode.runtime import Runtime
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
 
@@ -175,12 +177,15 @@ def _answer(reply: Reply) -> str:
 def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,
                       name: str = CODE_TOOL_NAME, instructions_in_description: bool = True,
                       idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                      describe_names: bool = True) -> CodeModeTool:
+                      describe_names: bool = True, runtime: Runtime | str | None = None,
+                      store: SessionStore | Keeper | None = None) -> CodeModeTool:
     """One LangChain tool that runs code calling `tools` (BaseTools, callables, a toolkit).
 
     The catalog of tools goes in the tool's description unless `instructions_in_description`
     is false; then put `tool.instructions` in the system prompt. Conversations (thread ids)
     idle for `idle_timeout_s` lose their interpreter; at most `max_sessions` are kept.
+    `runtime="data"` gives the code numpy, pandas and matplotlib; `store=` keeps each thread's
+    interpreter in a store that every worker process shares (`tooliscode.durable`).
     """
     wrapped = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
     declarations = [_declaration(t) for t in wrapped]
@@ -192,5 +197,6 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
     tool._tools = wrapped
     tool._declarations = declarations
     tool._code = CodeTool(Toolbox(tool._bind), limits=limits, describe_names=describe_names,
-                          idle_timeout_s=idle_timeout_s, max_sessions=max_sessions)
+                          idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
+                          runtime=runtime, store=store)
     return tool

@@ -31,7 +31,9 @@ from agents.tracing import SpanError, function_span
 from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
 from tooliscode.closing import Closing
 from tooliscode.codetool import CodeTool, Sandbox, Toolbox, fingerprint
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import codetool
+from tooliscode.runtime import Runtime
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 
@@ -81,7 +83,8 @@ class CodeModeToolset(Closing):
                  limits: Limits | None = None, name: str = codetool.CODE_TOOL_NAME,
                  conversation: Hashable | ConversationKey | None = None,
                  approve: ApprovalCallback | None = None, max_sessions: int | None = 64,
-                 idle_timeout_s: float | None = 1800.0):
+                 idle_timeout_s: float | None = 1800.0, runtime: Runtime | str | None = None,
+                 store: SessionStore | Keeper | None = None):
         self.limits = limits
         self.name = name
         self.conversation = conversation
@@ -92,7 +95,7 @@ class CodeModeToolset(Closing):
                 raise TypeError(f"not an MCP server: {server!r}")
         self._static = [as_inner(t) for t in tools]
         self.codetool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
-                                 max_sessions=max_sessions)
+                                 max_sessions=max_sessions, runtime=runtime, store=store)
         """The interpreters: one per run, or per conversation."""
         self._runs: dict[int, weakref.finalize] = {}
         self._listings: dict[int, _Listing] = {}

@@ -37,12 +37,14 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Sandbox, Toolbox
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
+from tooliscode.runtime import Runtime
 from typing_extensions import TypedDict
 
 __all__ = ["CodeMode", "CodeModeToolset", "Scope"]
@@ -177,6 +179,11 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     prestart: bool = True
     """Have the run's interpreter started before its first code arrives (run scope): a spare
     made when the previous run ended, or one started when the tools are first listed."""
+    runtime: Runtime | str | None = None
+    """The sandbox's Python: "default" (CPython 3.12) or "data" (numpy, pandas, ...)."""
+    store: SessionStore | Keeper | None = None
+    """Conversation scope: keep each conversation's interpreter in a store, so any worker
+    process resumes it (see `tooliscode.durable`)."""
     codetool: CodeTool | None = field(default=None, kw_only=True, repr=False)
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs)."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
@@ -186,8 +193,9 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
         if self.codetool is None:
             self.codetool = CodeTool(limits=self.limits, describe_names=self.describe_names,
-                                     idle_timeout_s=self.idle_timeout_s,
-                                     keep_spare=self.prestart and self.scope == "run")
+                                     idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
+                                     keep_spare=self.prestart and self.scope == "run",
+                                     store=self.store)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -313,6 +321,8 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
     prestart: bool = True
+    runtime: Runtime | str | None = None
+    store: SessionStore | Keeper | None = None
     _codetool: CodeTool | None = field(default=None, init=False, repr=False)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
@@ -320,6 +330,7 @@ class CodeMode(AbstractCapability[AgentDepsT]):
         wrapper = CodeModeToolset(toolset, limits=self.limits, scope=self.scope,
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
                                   describe_names=self.describe_names, prestart=self.prestart,
+                                  runtime=self.runtime, store=self.store,
                                   codetool=self._codetool)
         self._codetool = wrapper.codetool
         return wrapper

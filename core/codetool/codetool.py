@@ -19,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ..closing import Closing
+from ..durable.envelope import SnapshotError
+from ..durable.keeper import UNRESTORABLE, Keeper
+from ..durable.store import SessionStore
 from ..engine.keyed import KeyedSessions
 from ..engine.limits import Limits
 from ..engine.session import Session
 from ..errors import SessionClosed
 from ..prompt.render import EVICTED, failed_to_run, noted, render
 from ..runtime import Runtime
+from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
 from .background import submit
 from .reply import Reply
@@ -52,11 +56,15 @@ class CodeTool(Closing):
     """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Toolbox = (), *,
-                 limits: Limits | None = None, runtime: Runtime | None = None,
+                 limits: Limits | None = None, runtime: Runtime | str | None = None,
                  workdir: str | Path | None = None,
                  describe_names: bool = True, idle_timeout_s: float | None = 1800.0,
-                 max_sessions: int | None = None, keep_spare: bool = False):
+                 max_sessions: int | None = None, keep_spare: bool = False,
+                 store: SessionStore | Keeper | None = None):
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox.of(tools)
+        self.keeper = store if isinstance(store, Keeper) or store is None else Keeper(store)
+        """Keeps keyed conversations in a store, so any worker process can take their next
+        call (see `tooliscode.durable`); the key `None` and runs stay in this process."""
         self.limits = limits
         self.runtime = runtime
         self.workdir = Path(workdir) if workdir is not None else None
@@ -91,14 +99,27 @@ class CodeTool(Closing):
         else:
             sandbox, evicted = own, None
         notices = [EVICTED.format(reason=evicted) if evicted else None]
+        stored = self.keeper is not None and own is None and key is not None
         try:
             yield Hold(sandbox.lock)
+            began = False
             try:
+                if stored:
+                    version, unreachable = yield Blocking(self.keeper.begin, (_store_key(key),))
+                    began = True
+                    if unreachable:
+                        notices.append(unreachable)
+                    else:
+                        notices[0] = None  # evicted here, but kept in the store
+                        notices.append((yield Blocking(self._resume, (sandbox, key, version,
+                                                                      toolbox))))
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
                 result = yield RunCell(sandbox.enter(context), code)
             finally:
                 sandbox.context = None
+                if began:  # saved and given back on another thread: the answer goes now
+                    self.keeper.end(_store_key(key), sandbox.session)
                 sandbox.lock.release()
         except SessionClosed:
             raise
@@ -109,6 +130,24 @@ class CodeTool(Closing):
             if own is None:
                 self._conversations.release(key)
         return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
+
+    def _resume(self, sandbox: Sandbox, key: Hashable, version: str | None,
+                toolbox: Toolbox) -> str | None:
+        """Bring the sandbox up to the store's version of the conversation (another worker
+        may have moved it on); a notice if the saved session could not be restored."""
+        skey = _store_key(key)
+        if sandbox.session is not None and (version is None or self.keeper.current(skey, version)):
+            return None
+        blob = self.keeper.fetch(skey, version)
+        if blob is None:
+            return None
+        try:
+            sandbox.adopt(toolbox, lambda: Session.restore(
+                blob, ToolRegistry(toolbox.bind(sandbox)), limits=self.limits,
+                workdir=sandbox.workdir, runtime=self.runtime, announce=False))
+        except SnapshotError as exc:
+            return UNRESTORABLE.format(error=exc)
+        return None
 
     # -- conversations ------------------------------------------------------------------------
 
@@ -176,6 +215,11 @@ def _close_later(sandboxes: list[Sandbox]) -> None:
     """Evicted sandboxes close off the caller's path: the caller is about to run code."""
     for sandbox in sandboxes:
         submit(sandbox.close)
+
+
+def _store_key(key: Hashable) -> str:
+    """The same conversation key names the same snapshot in every process."""
+    return key if isinstance(key, str) else repr(key)
 
 
 def _folder_name(key: Hashable) -> str:

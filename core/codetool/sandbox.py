@@ -106,6 +106,18 @@ class Sandbox:
             used, self._used = self._used, False
             return REPLACED if replaced is not None and used else None
 
+    def adopt(self, toolbox: Toolbox, make: Callable[[], Session]) -> None:
+        """Replace the session with the one `make` returns (restored from a store), made with
+        `toolbox`'s tools. The old one closes first: the new one may use the same folder."""
+        with self._starting:
+            if self._closed:
+                raise SessionClosed("this conversation's sandbox is closed")
+            old, self.session = self.session, None
+            if old is not None:
+                old.close(wait=self.workdir is not None)
+            self.session = make()
+            self._key, self._used = toolbox.key, True
+
     def live(self) -> Session:
         """The started session; `SessionClosed` if the sandbox was closed."""
         if self.session is None:

@@ -30,10 +30,13 @@ from typing import Any
 from typing_extensions import Self
 
 from ..codetool import CodeTool
+from ..durable.keeper import Keeper
+from ..durable.store import SessionStore
 from ..engine.limits import Limits
 from ..errors import ToolIsCodeError
 from ..prompt.codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
 from ..prompt.render import noted
+from ..runtime import Runtime
 from ..serve.apikey import require_key
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import ToolStub
@@ -95,12 +98,17 @@ class CodeModeProxy:
 
     def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
                  idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                 name: str = "tooliscode", api_key: str | None = None):
+                 name: str = "tooliscode", api_key: str | None = None,
+                 runtime: Runtime | str | None = None,
+                 store: SessionStore | Keeper | None = None):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
         self.name = name
         self.limits = limits or Limits()
+        self.runtime = runtime
+        self.store = store
+        """Keeps each client session's interpreter in a store (HTTP: any worker resumes it)."""
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
         self.api_key = api_key
@@ -128,7 +136,8 @@ class CodeModeProxy:
         tools = [tool for server in self.servers.values() for tool in server.tools()]
         self._registry = ToolRegistry(tools)
         self._toolset = CodeTool(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
-                                 max_sessions=self.max_sessions)
+                                 max_sessions=self.max_sessions, runtime=self.runtime,
+                                 store=self.store)
         notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
                  for s in self.servers.values() if s.instructions]
         self._instructions = instructions(self._registry, CODE_TOOL_NAME, notes=notes)

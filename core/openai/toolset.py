@@ -18,6 +18,8 @@ from typing import Any
 from ..closing import Closing
 from ..codetool import CodeTool, Reply, Sandbox, Toolbox
 from ..codetool.reply import Outcome
+from ..durable.keeper import Keeper
+from ..durable.store import SessionStore
 from ..engine.limits import Limits
 from ..engine.result import CellResult
 from ..engine.session import Session
@@ -85,7 +87,7 @@ class ToolIsCode(Closing):
                  limits: Limits | None = None, runtime: Runtime | str | None = None,
                  workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
                  max_sessions: int | None = None, catalog_chars: int = 6_000,
-                 describe_names: bool = True):
+                 describe_names: bool = True, store: SessionStore | Keeper | None = None):
         if api not in ("responses", "chat"):
             raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
         self.api: Api = api
@@ -108,7 +110,8 @@ class ToolIsCode(Closing):
         self._instructions: str | None = None
         self.code = CodeTool(Toolbox(self._bind), limits=self.limits, runtime=runtime,
                              workdir=workdir, describe_names=describe_names,
-                             idle_timeout_s=idle_timeout_s, max_sessions=max_sessions)
+                             idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
+                             store=store)
         """The conversations' sandboxes: what runs the code."""
 
     # -- what the model is given --------------------------------------------------------------
