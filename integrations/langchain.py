@@ -37,7 +37,7 @@ from tooliscode.prompt.codetool import (
     code_tool_description,
     instructions,
 )
-from tooliscode.runtime import Runtime
+from tooliscode.runtime import Runtime, python_note
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
 
@@ -190,7 +190,7 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
     wrapped = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
     declarations = [_declaration(t) for t in wrapped]
     registry = ToolRegistry(declarations)
-    guide = instructions(registry, name)
+    guide = instructions(registry, name, python=python_note(runtime))
     tool = CodeModeTool(
         name=name, args_schema=copy.deepcopy(CODE_TOOL_SCHEMA), instructions=guide,
         description=guide if instructions_in_description else code_tool_description(registry, name))

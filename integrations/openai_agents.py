@@ -33,7 +33,7 @@ from tooliscode.closing import Closing
 from tooliscode.codetool import CodeTool, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import codetool
-from tooliscode.runtime import Runtime
+from tooliscode.runtime import Runtime, python_note
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 
@@ -120,7 +120,8 @@ class CodeModeToolset(Closing):
             listing = await self._list(ctx, agent)
             registry = ToolRegistry(i.tool for i in listing.inners)
             self.tool.description = codetool.code_tool_description(registry, self.name)
-            return "\n\n".join(p for p in (text, codetool.instructions(registry, self.name)) if p)
+            return "\n\n".join(p for p in (text, codetool.instructions(
+                registry, self.name, python=python_note(self.codetool.runtime))) if p)
 
         return build
 

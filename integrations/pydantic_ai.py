@@ -44,7 +44,7 @@ from tooliscode.prompt.codetool import (
     code_tool_description,
     instructions,
 )
-from tooliscode.runtime import Runtime
+from tooliscode.runtime import Runtime, python_note
 from typing_extensions import TypedDict
 
 __all__ = ["CodeMode", "CodeModeToolset", "Scope"]
@@ -146,10 +146,11 @@ _catalogs: OrderedDict[Hashable, tuple[str, str]] = OrderedDict()
 _CATALOGS_KEPT = 32
 
 
-def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]]) -> tuple[str, str]:
+def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]], python: str) -> tuple[str, str]:
     """The instructions and the code tool's description for a tool set. Every run starts
     with its own state, and building a catalog takes milliseconds for hundreds of tools, so
     the last few are kept (by the tools' content, so sharing them is safe)."""
+    key = (key, python)
     made = _catalogs.get(key)
     if made is not None:
         _catalogs.move_to_end(key)
@@ -158,7 +159,8 @@ def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]]) -> tuple[str, st
             registry = ToolRegistry(_tools(inner, None))
         except ValueError as exc:
             raise UserError(f"code mode cannot take these tools: {exc}") from exc
-        made = _catalogs[key] = (instructions(registry), code_tool_description(registry))
+        made = _catalogs[key] = (instructions(registry, python=python),
+                                 code_tool_description(registry))
         while len(_catalogs) > _CATALOGS_KEPT:
             _catalogs.popitem(last=False)
     return made
@@ -259,7 +261,8 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
         if state.toolbox is None or key != state.toolbox.key:
-            state.instructions, state.description = _catalog(key, inner)
+            state.instructions, state.description = _catalog(key, inner,
+                                                             python_note(self.runtime))
             state.toolbox = Toolbox(functools.partial(_tools, inner), key)
         if self.prestart and self.scope == "run":
             self._own_sandbox(state).warm(state.toolbox)

@@ -36,7 +36,7 @@ from ..engine.limits import Limits
 from ..errors import ToolIsCodeError
 from ..prompt.codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
 from ..prompt.render import noted
-from ..runtime import Runtime
+from ..runtime import Runtime, python_note
 from ..serve.apikey import require_key
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import ToolStub
@@ -140,7 +140,8 @@ class CodeModeProxy:
                                  store=self.store)
         notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
                  for s in self.servers.values() if s.instructions]
-        self._instructions = instructions(self._registry, CODE_TOOL_NAME, notes=notes)
+        self._instructions = instructions(self._registry, CODE_TOOL_NAME, notes=notes,
+                                          python=python_note(self.runtime))
 
     async def close(self) -> None:
         """Close every interpreter, then every upstream server."""

@@ -30,7 +30,7 @@ from ..prompt.codetool import (
     code_tool_description,
     instructions,
 )
-from ..runtime import Runtime
+from ..runtime import Runtime, python_note
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool, as_tool
 from .callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
@@ -140,7 +140,7 @@ class ToolIsCode(Closing):
         if self._instructions is None:
             notes = [LLM_QUERY_NOTE] if self._llm is not None else []
             self._instructions = instructions(self.registry, self.name, self._catalog_chars,
-                                              notes=notes)
+                                              notes=notes, python=python_note(self.runtime))
         return self._instructions
 
     @property
