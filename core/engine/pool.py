@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 from ..runtime import Runtime
 from .limits import Limits
+from .tempfolders import new_folder
 from .worker import Worker
 
 __all__ = ["WarmPool", "new_workdir"]
@@ -23,7 +23,8 @@ log = logging.getLogger("tooliscode")
 
 
 def new_workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="tooliscode-"))
+    """A new session folder (see `tempfolders`: it does not outlive this process)."""
+    return new_folder("session")
 
 
 class WarmPool:
@@ -69,11 +70,15 @@ class WarmPool:
                 with self._lock:
                     if self._closed or len(self._ready) >= self.size:
                         return
-                workdir = new_workdir()
+                try:
+                    workdir = new_workdir()
+                except (OSError, RuntimeError):  # no temp space, or the process is ending
+                    return
                 try:
                     worker = self.start_worker(workdir, warm=True)
                 except Exception:  # noqa: BLE001 - a failed warm-up must not kill the pool
-                    log.exception("tooliscode: could not start a pooled guest")
+                    if not self._closed:
+                        log.exception("tooliscode: could not start a pooled guest")
                     shutil.rmtree(workdir, ignore_errors=True)
                     return
                 with self._lock:
