@@ -76,6 +76,9 @@ def _process_folder() -> Path:
         pid = os.getpid()
         if _own is not None and _own[0] == pid and _own[1].is_dir():
             return _own[1]
+        if _own is not None and _own[0] == pid:  # removed under us: start another
+            with contextlib.suppress(OSError):
+                os.close(_own[2])
         if _closing:
             raise RuntimeError("tooliscode is shutting down: no new folders")
         root = Path(tempfile.gettempdir())
