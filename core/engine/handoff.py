@@ -118,15 +118,10 @@ class LoopHandoff:
             self._replies.put((seq, False, asyncio.CancelledError()))
 
     def _next(self, until: float) -> tuple[int, Call, Any] | None:
-        """The next request if one comes before `until` (blocking the loop meanwhile)."""
+        """The next request, waiting for it (and blocking the loop) at most `LINGER_S`, and
+        not at all once the time slice that ends at `until` is used up."""
         try:
-            return self._requests.get_nowait()
-        except queue.Empty:
-            pass
-        if time.monotonic() >= until:
-            return None
-        try:
-            return self._requests.get(timeout=LINGER_S)
+            return self._requests.get(timeout=LINGER_S if time.monotonic() < until else 0.0)
         except queue.Empty:
             return None
 

@@ -208,8 +208,7 @@ class Session:
                           None if timeout is None else time.monotonic() + timeout)
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
-        return Command({"op": "cell", "code": code}, timeout, cell,
-                       on_change=cell.changing)
+        return Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
 
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s
