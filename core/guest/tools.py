@@ -135,12 +135,20 @@ class ToolFunction:
         self._schema: dict[str, Any] | None = spec.get("schema")
         self._check: Any = None
         self._accept: Any = None
+        self._fast: Any = None
         self._names = {key: name for name, key in self._keys.items()}
         self._shown: str = spec.get("shown") or self.__name__
         """How the model writes it (`ns.tool`), for error messages."""
         self.signature: str = spec.get("signature") or f"{self._shown}(...)"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        fast = self._fast
+        if fast is not None:  # all by position or all by keyword, plain values of the right type
+            arguments = kwargs if not args else (
+                dict(zip(self._params, args)) if not kwargs and len(args) == len(self._params)
+                else None)
+            if arguments is not None and fast(arguments) and self._required <= arguments.keys():
+                return arguments
         if len(args) > len(self._params):
             raise self._bad(f"takes {len(self._params)} positional argument(s) but "
                             f"{len(args)} were given")
@@ -168,6 +176,10 @@ class ToolFunction:
 
                 self._check = checker(self._schema)
                 self._accept = quick_accept(self._schema)
+                properties = self._schema.get("properties")
+                if self._accept is not None and not self._keys and isinstance(properties, dict) \
+                        and set(properties) == set(self._params):
+                    self._fast = self._accept  # what it accepts needs none of the steps above
             if self._accept is None or not self._accept(arguments):
                 found = self._check(arguments, self._names)
                 if found:
