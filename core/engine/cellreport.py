@@ -33,6 +33,10 @@ class Cell:
         if self.before is None:
             self.before = snapshot(self.workdir)
 
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        """The guest's requests while the cell runs (`Requests`): its tool calls."""
+        return self.calls.handle(op, msg)
+
     def files_written(self) -> tuple[str, ...]:
         return () if self.before is None else tuple(changed(self.before, snapshot(self.workdir)))
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import logging
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 from ..runtime import Runtime
 from .limits import Limits
+from .tempfolders import new_folder
 from .worker import Worker
 
 __all__ = ["WarmPool", "new_workdir"]
@@ -24,7 +24,8 @@ log = logging.getLogger("tooliscode")
 
 
 def new_workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="tooliscode-"))
+    """A new session folder (see `tempfolders`: it does not outlive this process)."""
+    return new_folder("session")
 
 
 class WarmPool:
@@ -73,7 +74,10 @@ class WarmPool:
                 with self._lock:
                     if self._closed or len(self._ready) >= self.size:
                         return
-                workdir = new_workdir()
+                try:
+                    workdir = new_workdir()
+                except (OSError, RuntimeError):  # no temp space, or the process is ending
+                    return
                 try:
                     worker = self.start_worker(workdir)
                     with self._lock:

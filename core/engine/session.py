@@ -25,7 +25,7 @@ from .limits import Limits
 from .pool import WarmPool
 from .result import CellResult
 from .toolcalls import CellCalls
-from .worker import Command, NotStarted, Worker, join_all
+from .worker import Command, NotStarted, Requests, Worker, join_all
 
 __all__ = ["Session"]
 
@@ -246,6 +246,8 @@ class Session:
             raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
 
     def _ensure_worker(self) -> Worker:
+        if self._closed:  # closed while a cell ran: no new guest in a folder that is gone
+            raise SessionClosed("this session was closed")
         worker = self._state.worker
         if worker is None or not worker.alive:
             if worker is not None:
@@ -256,7 +258,7 @@ class Session:
         assert worker is not None
         return worker
 
-    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command:
+    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command[Cell]:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         timeout = self.limits.timeout_s
@@ -286,6 +288,8 @@ class Session:
                 continue
             except GuestTrap as trap:
                 return self._trapped(command, trap)
+            finally:
+                command.context.calls.close()
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 
@@ -322,6 +326,7 @@ class Session:
             except GuestTrap as trap:
                 return await asyncio.to_thread(self._trapped, command, trap)
             finally:
+                command.context.calls.close()
                 if timer is not None:
                     timer.cancel()
             return self._finish(command, outcome)
@@ -353,14 +358,13 @@ class Session:
 
 
 def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
-           command: Command | None) -> dict[str, Any]:
+           cell: Requests | None) -> dict[str, Any]:
     """The guest's requests other than commands: tool calls (for the running cell) and search."""
     if op == "search":
         found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
         return {"ok": True, "value": [search_entry(t) for t in found]}
-    cell = command.context if command is not None else None
-    if isinstance(cell, Cell):
-        return cell.calls.handle(op, msg)
+    if cell is not None:
+        return cell.handle(op, msg)
     return {"ok": False, "kind": "protocol", "error": "no cell is running"}
 
 

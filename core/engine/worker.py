@@ -21,14 +21,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..guest import guest_sources
 from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 from .guestcode import guest_code
 from .limits import Limits
 
-__all__ = ["Command", "Worker", "NotStarted", "join_all"]
+__all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all"]
 
 log = logging.getLogger("tooliscode")
 
@@ -74,9 +74,23 @@ MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 _SERVE = "tooliscode_guest.main.serve()"
 """One turn of a turn-based guest (`tooliscode_guest` is bound by `_BOOT`)."""
-OpsHandler = Callable[[str, dict[str, Any], "Command | None"], dict[str, Any]]
 
 
+class Requests(Protocol):
+    """What a command's context does with the guest's requests while the command runs (a
+    cell's tool calls). The engine needs nothing else of it, and imports no tool code."""
+
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]: ...
+
+
+ContextT = TypeVar("ContextT", bound=Requests)
+OpsHandler = Callable[[str, dict[str, Any], "Requests | None"], dict[str, Any]]
+"""Answers the requests that are not commands; gets the running command's context."""
+
+
+EMPTY_FRAME = b'{"op":"empty"}'
+"""A request the host answers at once, dispatching nothing: guest->host->guest, no payload."""
+_EMPTY_ANSWER = marshal.dumps({"ok": True})
 _scan = json.scanner.make_scanner(json.JSONDecoder())
 
 
@@ -124,11 +138,11 @@ class NotStarted(Exception):
 
 
 @dataclass
-class Command:
+class Command(Generic[ContextT]):
     message: dict[str, Any]
     timeout_s: float | None = None
-    context: Any = None
-    """Whatever the ops handler needs for this command (the cell's tool calls)."""
+    context: ContextT | None = None
+    """What answers the guest's requests while this command runs (the cell's tool calls)."""
     before: Callable[[], None] | None = None
     """Run on the guest's thread just before the guest receives the command."""
     on_change: Callable[[], None] | None = None
@@ -343,6 +357,8 @@ class Worker:
             current.add_raw(stream, data)
 
     def _handle(self, frame: bytes) -> bytes:
+        if frame == EMPTY_FRAME:  # the bare crossing, measured by the benchmarks
+            return _EMPTY_ANSWER
         try:
             msg = _parse(frame)
             if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
@@ -364,7 +380,8 @@ class Worker:
             return self._boot_answer()
         if self.ops is None:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
-        return self.ops(op, msg, self._current)
+        current = self._current
+        return self.ops(op, msg, None if current is None else current.context)
 
     def _boot_answer(self) -> dict[str, Any]:
         return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     Check = Callable[[Any], None]
     """Raises `_Invalid`, with a path relative to the value it was given."""
 
-__all__ = ["checker", "did_you_mean", "problem", "resolve"]
+__all__ = ["checker", "did_you_mean", "problem", "quick_accept", "resolve"]
 
 _PY_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
              "array": "list", "object": "dict", "null": "None"}
@@ -98,6 +98,42 @@ def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], st
         return None
 
     return problem_of
+
+
+_NOTES = frozenset(("title", "description", "default", "examples", "$schema"))
+_SCALAR_TYPES = {"string": (str,), "integer": (int,), "number": (int, float),
+                 "boolean": (bool,), "null": (type(None),)}
+
+
+def quick_accept(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
+    """For an object schema whose properties constrain nothing but a scalar type (most
+    tools' schemas): a test that accepts, with one type lookup per argument, arguments the
+    full check would accept. It says False when unsure, and the full check then decides.
+    None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        return None
+    if any(k not in _NOTES and k not in ("type", "properties", "required",
+                                         "additionalProperties") for k in schema):
+        return None
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    if schema.get("additionalProperties", True) not in (True, False) \
+            or not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    types = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict) or any(k != "type" and k not in _NOTES for k in sub) \
+                or not isinstance(sub.get("type"), str) or sub["type"] not in _SCALAR_TYPES:
+            return None
+        types[key] = _SCALAR_TYPES[sub["type"]]
+    needed = frozenset(required)
+
+    def accept(arguments: dict[str, Any]) -> bool:
+        for key, value in arguments.items():
+            if type(value) not in types.get(key, ()):
+                return False
+        return needed <= arguments.keys()
+
+    return accept
 
 
 def problem(schema: Any, arguments: dict[str, Any],
