@@ -259,6 +259,8 @@ class Worker:
                 self._closed = True
                 self._commands.put(Command({"op": "exit"}, before=(
                     (lambda: self.instance.stop("abandoned")) if quick else None)))
+                if self._current is not None or self._held is not None:
+                    self.instance.stop("abandoned")  # a running cell ends now, not after
             ended = self._ended
         if ended:
             self._run_then()
@@ -301,6 +303,15 @@ class Worker:
                 self._closed = True
                 current, self._current = self._current, None
                 held, self._held = self._held, None
+            try:
+                self.instance.close()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: closing the instance failed")
+            self.booted.set()
+            with self._lock:
+                self._ended = True
+            _running.discard(self)
+            self._run_then()  # before the waiters hear of the end: the folder is gone by then
             if current is not None and not current.future.done():
                 current.future.set_exception(self.death)
             if held is not None and not held.future.done():
@@ -312,15 +323,6 @@ class Worker:
                     break
                 if not pending.future.done():
                     pending.future.set_exception(NotStarted("the guest died first"))
-            try:
-                self.instance.close()
-            except Exception:  # noqa: BLE001
-                log.exception("tooliscode: closing the instance failed")
-            self.booted.set()
-            with self._lock:
-                self._ended = True
-            _running.discard(self)
-            self._run_then()
 
     def _serve_turns(self) -> None:
         self.instance.run()  # boot: the guest sets up and returns
