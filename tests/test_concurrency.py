@@ -15,7 +15,7 @@ def _stamp() -> float:
 
 
 def test_two_sessions_run_in_parallel_threads():
-    spin = "t0 = stamp()\nn = 0\nfor i in range(3_000_000):\n    n += i\nt1 = stamp()\n(t0, t1)"
+    spin = "t0 = stamp()\nn = 0\nfor i in range(1_000_000):\n    n += i\nt1 = stamp()\n(t0, t1)"
     results = {}
     with Session([_stamp]) as a, Session([_stamp]) as b:
         for s in (a, b):
