@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..closing import Closing
 from ..errors import SessionClosed
 from ..runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, resolve_runtime
 from ..tools.registry import ToolRegistry
@@ -65,7 +66,7 @@ class _State:
             remove()
 
 
-class Session:
+class Session(Closing):
     """A stateful Python sandbox whose code can call `tools`.
 
     Variables, functions and imports persist from one `run` to the next. The session
@@ -206,18 +207,6 @@ class Session:
             worker = None
         if wait and worker is not None:
             worker.join(_EXIT_WAIT_S)
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Session:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- internals ----------------------------------------------------------------------
 
