@@ -37,6 +37,7 @@ from tooliscode.prompt.codetool import (
     code_tool_description,
     instructions,
 )
+from tooliscode.prompt.images import base64_data
 
 from ._sandbox import Sandbox
 
@@ -135,7 +136,7 @@ class CodeModeTool(BaseTool):
                 for d, t in zip(self._declarations, self._tools)]
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
-             *, config: RunnableConfig) -> str:
+             *, config: RunnableConfig) -> str | list[dict[str, Any]]:
         key = _thread_id(config)
         sandbox, notice = self._sandboxes.acquire(key)
         try:
@@ -146,7 +147,7 @@ class CodeModeTool(BaseTool):
         return _answer(result, text, notice)
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
-                    *, config: RunnableConfig) -> str:
+                    *, config: RunnableConfig) -> str | list[dict[str, Any]]:
         key = _thread_id(config)
         sandbox, notice = await asyncio.to_thread(self._sandboxes.acquire, key)
         try:
@@ -181,12 +182,22 @@ def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
     return patch_config(config, callbacks=run_manager.get_child() if run_manager else None)
 
 
-def _answer(result: CellResult, text: str, notice: str | None) -> str:
+def _answer(result: CellResult, text: str, notice: str | None) -> str | list[dict[str, Any]]:
     if notice:
         text = f"[note] {notice}\n{text}"
     if not result.ok:
         raise ToolException(text)  # handled by the tool: content with status="error"
-    return text
+    return _with_images(text, result)
+
+
+def _with_images(text: str, result: CellResult) -> str | list[dict[str, Any]]:
+    """The ToolMessage content: the text, then each figure the cell made as a standard
+    image content block."""
+    if not result.images:
+        return text
+    return [{"type": "text", "text": text},
+            *({"type": "image", "base64": base64_data(i), "mime_type": i.mime}
+              for i in result.images)]
 
 
 def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,

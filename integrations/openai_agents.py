@@ -24,13 +24,21 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool, FunctionToolResult, RunContextWrapper, ToolsToFinalOutputResult
+from agents import (
+    FunctionTool,
+    FunctionToolResult,
+    RunContextWrapper,
+    ToolOutputImage,
+    ToolOutputText,
+    ToolsToFinalOutputResult,
+)
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
-from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
+from tooliscode import CellResult, Limits, MCPServer, Tool, ToolError, ToolRegistry
 from tooliscode.engine.keyed import KeyedSessions
 from tooliscode.prompt import codetool
+from tooliscode.prompt.images import data_url
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 from ._sandbox import Sandbox
@@ -164,7 +172,7 @@ class CodeModeToolset:
 
     # -- the code tool -------------------------------------------------------------------
 
-    async def _run_code(self, ctx: ToolContext[Any], arguments: str) -> str:
+    async def _run_code(self, ctx: ToolContext[Any], arguments: str) -> str | list[Any]:
         """What the SDK calls: run the cell, return what the model reads; errors become text."""
         try:
             code = _code(arguments)
@@ -182,7 +190,7 @@ class CodeModeToolset:
                 self._finals[ctx.tool_call_id] = result.final
                 while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
                     self._finals.pop(next(iter(self._finals)))
-            return f"[note] {notice}\n{text}" if notice else text
+            return _with_images(f"[note] {notice}\n{text}" if notice else text, result)
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
 
@@ -265,6 +273,15 @@ class CodeModeToolset:
 
 
 # -- small helpers ---------------------------------------------------------------------------
+
+
+def _with_images(text: str, result: CellResult) -> str | list[ToolOutputText | ToolOutputImage]:
+    """The code tool's output: the text, then each figure the cell made as the SDK's image
+    output (a Chat Completions model keeps only the text, which lists the files)."""
+    if not result.images:
+        return text
+    return [ToolOutputText(text=text),
+            *(ToolOutputImage(image_url=data_url(i), detail="auto") for i in result.images)]
 
 
 def _code(arguments: str) -> str:

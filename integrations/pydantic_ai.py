@@ -31,11 +31,11 @@ from pydantic import TypeAdapter
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
-from pydantic_ai.messages import InstructionPart, ToolCallPart, ToolReturn
+from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -307,8 +307,18 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             text = f"[note] {notice}\n{text}"
         if not result.ok:
             raise ModelRetry(text)
-        return ToolReturn(return_value=text, metadata={
+        return ToolReturn(return_value=_with_images(text, result), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in result.tool_calls]})
+
+
+def _with_images(text: str, result: CellResult) -> str | list[str | BinaryContent]:
+    """The tool result: the text, then each figure the cell made as `BinaryContent`. In the
+    return value (not `ToolReturn.content`, a separate user message) it stays the tool's
+    result: sent natively where the provider takes files in tool results, else framed as
+    coming from this tool call."""
+    if not result.images:
+        return text
+    return [text, *(BinaryContent(i.data, media_type=i.mime) for i in result.images)]
 
 
 @dataclass

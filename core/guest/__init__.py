@@ -14,7 +14,7 @@ __all__ = ["GUEST_MODULES", "guest_sources"]
 
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "capture", "validate", "tools", "discovery",
-                 "describe", "cells", "main")
+                 "describe", "figures", "cells", "main")
 """In load order: each may import only the ones before it."""
 
 

@@ -34,6 +34,7 @@ from ..prompt.codetool import (
     instructions,
     render,
 )
+from ..prompt.images import responses_output
 from ..runtime import Runtime
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool, as_tool
@@ -66,8 +67,11 @@ class ToolOutput(dict):
 
     @property
     def text(self) -> str:
-        """What the model reads."""
-        return str(self.get("output", self.get("content", "")))
+        """What the model reads (besides any images)."""
+        output = self.get("output", self.get("content", ""))
+        if isinstance(output, list):
+            return "".join(p.get("text", "") for p in output if isinstance(p, dict))
+        return str(output)
 
 
 @dataclass
@@ -223,7 +227,10 @@ class ToolIsCode:
         text = render(result, reprs)
         if notice:
             text = f"[note] {notice}\n{text}"
-        return ToolOutput(call.output(text), result)
+        item = call.output(text)
+        if result.images and call.api == "responses":  # Chat tool messages carry text only
+            item["output"] = responses_output(text, result.images)
+        return ToolOutput(item, result)
 
     @staticmethod
     def _failed(call: CodeCall, exc: Exception) -> ToolOutput:

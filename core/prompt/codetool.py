@@ -12,6 +12,7 @@ from typing import Any
 from ..engine.result import CellResult
 from ..tools.registry import ToolRegistry
 from .catalog import catalog
+from .images import images_line
 
 __all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "LLM_QUERY_NOTE", "code_tool_description",
            "instructions", "render", "with_catalog"]
@@ -111,6 +112,8 @@ def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
         more = len(result.files_written) - _SHOWN_FILES
         parts.append(f"[files written in /session] {shown}"
                      + (f" and {more} more" if more > 0 else ""))
+    if result.images:
+        parts.append(images_line(result) or "")
     silent = not (result.stdout or result.stderr or result.value is not None or result.error
                   or result.has_final)
     if silent:

@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..openai.toolset import ToolIsCode
+from ..openai.toolset import ToolIsCode, ToolOutput
 from ..prompt.tokens import TOKENIZER, count_tokens
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
@@ -124,9 +124,18 @@ class Repl:
         text = out.text
         self.say(f"--- the model reads ({count_tokens(text):,} tokens) ---")
         self.say(text)
+        self._where_images(out)
         if out.has_final:
             self.say(f"--- final answer: {out.final!r}")
         return text
+
+    def _where_images(self, out: ToolOutput) -> None:
+        """Where each image the cell made is on this machine, to open it."""
+        images = out.result.images if out.result is not None else ()
+        folder = self.toolset.session().workdir if images else None
+        for image in images:
+            self.say(f"--- image: {folder / image.path} ({image.width}x{image.height} px, "
+                     f"{len(image.data):,} bytes)")
 
     def command(self, line: str) -> bool:
         """Run a `:command`; False means quit."""
