@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from .hooks import AfterImport
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -40,7 +42,7 @@ class _State:
         self.cell = 0
         self.saved: list[dict[str, Any]] = []
         self.notes: list[str] = []
-        self.hook: _PyplotHook | None = None
+        self.hook: AfterImport | None = None
 
 
 _state = _State()
@@ -80,7 +82,7 @@ def _watch() -> None:
     if pyplot is not None:
         _patch(pyplot)
     elif _state.hook is None or _state.hook not in sys.meta_path:
-        _state.hook = _PyplotHook()
+        _state.hook = AfterImport(_PYPLOT, _patch)  # before the code can bind show
         sys.meta_path.insert(0, _state.hook)
 
 
@@ -95,37 +97,6 @@ def _patch(pyplot: Any) -> None:
 
     show._tooliscode = True  # type: ignore[attr-defined]
     pyplot.show = show
-
-
-class _PyplotHook:
-    """Patches `pyplot.show` the moment pyplot is first imported, before the cell's code can
-    bind it (`from matplotlib.pyplot import show`)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != _PYPLOT:
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _PatchAfter(spec.loader)
-        return spec
-
-
-class _PatchAfter:
-    def __init__(self, loader: Any):
-        self._loader = loader
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-    def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._loader.exec_module(module)
-        _patch(module)
 
 
 def _save_open(pyplot: Any) -> None:
