@@ -127,28 +127,20 @@ async def test_openai_agents_sdk(data_env):
 async def test_pydantic_ai(data_env):
     pytest.importorskip("pydantic_ai")
     from pydantic_ai import Agent
-    from pydantic_ai.messages import (
-        BinaryContent,
-        ModelMessage,
-        ModelRequest,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
+    from pydantic_ai import messages as m
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.toolsets import FunctionToolset
     from tooliscode.integrations.pydantic_ai import CodeModeToolset
 
-    seen: list[ToolReturnPart] = []
+    seen: list[m.ToolReturnPart] = []
 
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
-                   if isinstance(p, ToolReturnPart)]
+    def model(messages: list[m.ModelMessage], info: AgentInfo) -> m.ModelResponse:
+        returns = [p for msg in messages if isinstance(msg, m.ModelRequest) for p in msg.parts
+                   if isinstance(p, m.ToolReturnPart)]
         if not returns:
-            return ModelResponse(parts=[ToolCallPart("run_python", {"code": CHART})])
+            return m.ModelResponse(parts=[m.ToolCallPart("run_python", {"code": CHART})])
         seen.extend(returns)
-        return ModelResponse(parts=[TextPart("done")])
+        return m.ModelResponse(parts=[m.TextPart("done")])
 
     toolset = CodeModeToolset(FunctionToolset([]), limits=Limits(timeout_s=120))
     result = await Agent(FunctionModel(model), toolsets=[toolset]).run("Chart the sales.")
@@ -156,7 +148,7 @@ async def test_pydantic_ai(data_env):
     (part,) = seen
     assert part.outcome == "success" and LISTED in part.content[0]
     (file,) = part.files
-    assert isinstance(file, BinaryContent) and file.media_type == "image/png"
+    assert isinstance(file, m.BinaryContent) and file.media_type == "image/png"
     _is_chart(file.data)
 
 
