@@ -25,6 +25,7 @@ GROUPS = [
     ("Scale", "bench_scale"),
     ("Tokens and round trips", "bench_tokens"),
     ("Peers and adapters", "bench_peers"),
+    ("Data runtime", "bench_data"),
 ]
 
 

@@ -97,5 +97,7 @@ def test_raw_channel_with_bad_lengths_is_refused(session):
         "s.detach()\nout"
     )
     r = session.run(code)
-    assert r.ok and r.value == "28", (r.value, r.error)  # EINVAL
+    # EINVAL; on the data runtime the channel is `_host.call`, so descriptor 1000 is no socket
+    expected = "8" if session.runtime.name == "data" else "28"
+    assert r.ok and r.value == expected, (r.value, r.error)
     assert session.run("2 * 21").value == "42"

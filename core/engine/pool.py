@@ -30,29 +30,30 @@ class WarmPool:
     """Keeps up to `size` parked guests for `runtime` (default limits; an adopting session
     applies its own with `Worker.configure`)."""
 
-    def __init__(self, runtime: Runtime, size: int = 2):
+    def __init__(self, runtime: Runtime, size: int | None = None):
         self.runtime = runtime
-        self.size = size
+        self.size = runtime.pool_size if size is None else size
         self._ready: list[Worker] = []
         self._lock = threading.Lock()
         self._filling = False
         self._closed = False
 
-    def start_worker(self, workdir: Path, *, warm: bool) -> Worker:
-        worker = Worker(self.runtime, workdir, Limits())
+    def start_worker(self, workdir: Path, *, warm: bool, limits: Limits | None = None) -> Worker:
+        worker = Worker(self.runtime, workdir, limits or Limits())
         if warm:
             worker.call({"op": "warm"})
         return worker
 
-    def acquire(self) -> Worker:
-        """A parked guest with its own new folder; started now if none is ready."""
+    def acquire(self, limits: Limits | None = None) -> Worker:
+        """A parked guest with its own new folder; started now (with `limits`) if none is
+        ready."""
         with self._lock:
             worker = None
             while self._ready and worker is None:
                 candidate = self._ready.pop()
                 worker = candidate if candidate.alive else None
         if worker is None:
-            worker = self.start_worker(new_workdir(), warm=False)
+            worker = self.start_worker(new_workdir(), warm=False, limits=limits)
         self.refill()
         return worker
 

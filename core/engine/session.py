@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SessionClosed
-from ..runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, default_runtime
+from ..runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, resolve_runtime
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import guest_spec, search_entry
 from .cellreport import Cell, build_result, trap_result
@@ -68,17 +68,17 @@ class Session:
     """
 
     def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
-                 workdir: str | Path | None = None, runtime: Runtime | None = None):
+                 workdir: str | Path | None = None, runtime: Runtime | str | None = None):
         self.limits = limits or Limits()
         self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-        self.runtime = runtime or default_runtime()
+        self.runtime = resolve_runtime(runtime)
         self._turn = threading.Lock()
         self._names: tuple[str, ...] = ()
         self._lost: tuple[str, ...] | None = None
         self._setup: dict[str, Any] | None = None
         self._closed = False
         if workdir is None:
-            worker = _pool(self.runtime).acquire()
+            worker = _pool(self.runtime).acquire(self.limits)
             self._state = _State(None, worker.workdir, True)
         else:
             folder = Path(workdir).resolve()

@@ -3,6 +3,10 @@
 The guest asks for work by sending a "ready" (or "done", carrying the last result) frame;
 the handler then blocks in the host until a command arrives. So between commands the
 guest's thread sleeps inside the host and costs no CPU.
+
+A turn-based runtime never parks inside the guest: the thread waits for a command out here
+and then runs one turn, in which the guest asks for the command, runs it, reports "done" and
+is told to "yield".
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ tooliscode_guest.main.main(exchange, _boot)
 _RAW_OUTPUT_LIMIT = 64 * 1024
 MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
+_SERVE = "tooliscode_guest.main.serve()"
+"""One turn of a turn-based guest (`tooliscode_guest` is bound by `_BOOT`)."""
 OpsHandler = Callable[[str, dict[str, Any], "Command | None"], dict[str, Any]]
 
 
@@ -87,6 +93,14 @@ def _parse(frame: bytes) -> Any:
     if end != len(text) and text[end:].strip():
         raise ValueError(f"extra data after the request at {end}")
     return value
+
+
+def check_memory(runtime: Runtime, limits: Limits) -> None:
+    if limits.memory_bytes < runtime.min_memory_bytes:
+        raise ValueError(
+            f"the {runtime.name!r} runtime needs Limits.memory_bytes of at least "
+            f"{runtime.min_memory_bytes // (1 << 20)} MiB to start a guest; "
+            f"{limits.memory_bytes // (1 << 20)} MiB was asked")
 
 
 class NotStarted(Exception):
@@ -124,6 +138,7 @@ class Worker:
 
     def __init__(self, runtime: Runtime, workdir: Path, limits: Limits):
         self.workdir = workdir
+        self._runtime = runtime
         self.limits = limits
         self._grace_given = False
         self.ops: OpsHandler | None = None
@@ -132,16 +147,26 @@ class Worker:
         self._current: Command | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._held: Command | None = None
+        self._exiting = False
+        self._turns = runtime.turn_based
+        check_memory(runtime, limits)
+        self._code = guest_code(runtime)
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
-                         disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries)
-        self._code = guest_code(runtime)
+                         disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
+                         boot_reply=marshal.dumps(self._boot_answer()) if self._turns else None)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
         self.instance.on_change = self._changing
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
-        self.thread.start()
+        old_stack = threading.stack_size(runtime.thread_stack) if runtime.thread_stack else None
+        try:
+            self.thread.start()
+        finally:
+            if old_stack is not None:
+                threading.stack_size(old_stack)
 
     @property
     def alive(self) -> bool:
@@ -163,6 +188,7 @@ class Worker:
 
     def configure(self, limits: Limits) -> Callable[[], None]:
         """A `Command.before` hook that gives this guest `limits` (for adopted pool guests)."""
+        check_memory(self._runtime, limits)
 
         def apply() -> None:
             self.limits, self._grace_given = limits, False
@@ -182,6 +208,8 @@ class Worker:
     def stop(self, reason: str) -> None:
         """Make a running guest trap; it will take no more commands."""
         self.instance.stop(reason)  # type: ignore[arg-type]
+        if self._turns:  # it may have yielded just now: then its thread waits out here
+            self._commands.put(Command({"op": "exit"}))
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """Ask the guest to exit and wait for its thread; stop it if it does not."""
@@ -201,7 +229,10 @@ class Worker:
 
     def _main(self) -> None:
         try:
-            self.instance.run()
+            if self._turns:
+                self._serve_turns()
+            else:
+                self.instance.run()
             self.death = GuestTrap("exit", "the interpreter exited")
         except GuestTrap as trap:
             self.death = trap
@@ -212,8 +243,11 @@ class Worker:
             with self._lock:
                 self._closed = True
                 current, self._current = self._current, None
+                held, self._held = self._held, None
             if current is not None and not current.future.done():
                 current.future.set_exception(self.death)
+            if held is not None and not held.future.done():
+                held.future.set_exception(NotStarted("the guest died first"))
             while True:
                 try:
                     pending = self._commands.get_nowait()
@@ -225,6 +259,30 @@ class Worker:
                 self.instance.close()
             except Exception:  # noqa: BLE001
                 log.exception("tooliscode: closing the instance failed")
+
+    def _serve_turns(self) -> None:
+        self.instance.run()  # boot: the guest sets up and returns
+        while not self._exiting:
+            command = self._commands.get()  # no wasm stack is live while we wait
+            if command.message.get("op") == "exit":
+                return
+            self._held = command
+            self.instance.turn(_SERVE)
+
+    def _take(self) -> Command | None:
+        """The next command for the guest; None tells a turn-based guest to yield."""
+        if not self._turns:
+            return self._commands.get()
+        command, self._held = self._held, None
+        if command is None:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return None
+        if command.message.get("op") == "exit":
+            self._exiting = True
+            return None
+        return command
 
     def _changing(self) -> None:
         current = self._current
@@ -255,10 +313,14 @@ class Worker:
         if op in ("ready", "done"):
             return self._next(msg.get("result") if op == "done" else None)
         if op == "boot":
-            return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR}
+            return self._boot_answer()
         if self.ops is None:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
         return self.ops(op, msg, self._current)
+
+    def _boot_answer(self) -> dict[str, Any]:
+        return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,
+                "turns": self._turns}
 
     def _next(self, result: Any) -> dict[str, Any]:
         current, self._current = self._current, None
@@ -268,7 +330,9 @@ class Worker:
             current.notices.extend(self.instance.take_notices())
             current.future.set_result(result if isinstance(result, dict) else {})
         self.instance.disarm()
-        command = self._commands.get()
+        command = self._take()
+        if command is None:
+            return {"op": "yield"}
         self._current = command
         if command.before is not None:
             command.before()

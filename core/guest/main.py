@@ -1,4 +1,8 @@
-"""The guest's command loop: wait in the host for a command, run it, report, repeat."""
+"""The guest's command loop: wait in the host for a command, run it, report, repeat.
+
+On a turn-based runtime the host runs `serve` once per turn instead; it ends when the host
+answers "yield", so no wasm stack stays live between commands.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "start", "serve"]
 
 
 def final_answer(value: Any) -> None:
@@ -88,7 +92,16 @@ def _install_aio(asyncio: Any) -> None:
 
 
 def main(exchange: Any, boot: dict[str, Any]) -> None:
-    """Serve commands until the host says exit."""
+    """Set up, then serve commands until the host says exit. A turn-based runtime
+    (`boot["turns"]`) only sets up here and calls `serve` once per turn."""
+    start(exchange, boot)
+    if not boot.get("turns"):
+        serve()
+
+
+def start(exchange: Any, boot: dict[str, Any]) -> None:
+    """Everything done once per interpreter, before the first command."""
+    global _loop
     channel.exchange = exchange
     cwd = boot.get("cwd")
     if cwd:
@@ -101,31 +114,51 @@ def main(exchange: Any, boot: dict[str, Any]) -> None:
     else:
         sys.meta_path.insert(0, AfterImport("asyncio", _install_aio))
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
-    guest = Guest()
-    oom_frame = channel.encode({"op": "done", "result": _OOM_RESULT})
-    reserve: bytearray | None = bytearray(_RESERVE_BYTES)
-    reply = channel.request({"op": "ready"})
-    while reply.get("op") != "exit":
-        try:
-            result = guest.handle(reply)
-        except BaseException as exc:  # noqa: BLE001 - the loop itself must survive
-            reserve = None
+    _loop = _Loop(Guest())
+
+
+def serve() -> None:
+    """Take commands until the host answers "exit" or, on a turn-based runtime, "yield"."""
+    if _loop is None:
+        raise RuntimeError("tooliscode_guest.main.start was not called")
+    _loop.serve()
+
+
+class _Loop:
+    """The command loop and what it keeps between turns."""
+
+    def __init__(self, guest: Guest) -> None:
+        self.guest = guest
+        self.oom_frame = channel.encode({"op": "done", "result": _OOM_RESULT})
+        self.reserve: bytearray | None = bytearray(_RESERVE_BYTES)
+
+    def serve(self) -> None:
+        guest = self.guest
+        reply = channel.request({"op": "ready"})
+        while reply.get("op") not in ("exit", "yield"):
             try:
-                result = describe_failure(exc)
-            except BaseException:  # noqa: BLE001 - not even memory to describe it
-                result = _OOM_RESULT
-        if result.get("error_type") == "MemoryError":
-            reserve = None  # room for the report: even `len(frame) + 4` allocates
-        try:
-            reply = channel.request({"op": "done", "result": result})
-        except MemoryError:  # the report itself did not fit: send the one made in advance
-            result = reserve = None
-            reply = channel.request_encoded(oom_frame)
-        if reserve is None:  # the host has raised the limit a little by now (its grace)
+                result = guest.handle(reply)
+            except BaseException as exc:  # noqa: BLE001 - the loop itself must survive
+                self.reserve = None
+                try:
+                    result = describe_failure(exc)
+                except BaseException:  # noqa: BLE001 - not even memory to describe it
+                    result = _OOM_RESULT
+            if result.get("error_type") == "MemoryError":
+                self.reserve = None  # room for the report: even `len(frame) + 4` allocates
             try:
-                reserve = bytearray(_RESERVE_BYTES)
-            except MemoryError:
-                pass
+                reply = channel.request({"op": "done", "result": result})
+            except MemoryError:  # the report itself did not fit: send the one made in advance
+                result = self.reserve = None
+                reply = channel.request_encoded(self.oom_frame)
+            if self.reserve is None:  # the host has raised the limit a little by now (its grace)
+                try:
+                    self.reserve = bytearray(_RESERVE_BYTES)
+                except MemoryError:
+                    pass
+
+
+_loop: _Loop | None = None
 
 
 _OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}

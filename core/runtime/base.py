@@ -50,6 +50,9 @@ class GuestSpec:
     disk_entries: int | None = None
     """Most files, folders and links the session folder may hold."""
     extra_env: dict[str, str] = field(default_factory=dict)
+    boot_reply: bytes | None = None
+    """The host's answer to the guest's boot request, for a runtime that boots spare guests
+    of its own (the data runtime's memory image)."""
 
 
 class Instance(ABC):
@@ -67,6 +70,12 @@ class Instance(ABC):
 
         Raises `GuestTrap` when the guest trapped, exited or was stopped.
         """
+
+    def turn(self, source: str) -> None:
+        """Run `source` in the booted guest until it returns (turn-based instances only).
+
+        Raises `GuestTrap` like `run`."""
+        raise NotImplementedError(f"{type(self).__name__} is not turn-based")
 
     @abstractmethod
     def arm(self, seconds: float | None) -> None:
@@ -100,6 +109,17 @@ class Runtime(ABC):
     """Starts guests. One runtime object serves a whole process."""
 
     name: str
+    python_note: str = "Python 3.12 (standard library only)"
+    """Which Python the guest is, and which libraries it has: for the code tool's guide."""
+    min_memory_bytes: int = 32 * 1024 * 1024
+    """The smallest memory limit a guest can start with."""
+    thread_stack: int | None = None
+    """Native stack size for the thread that runs a guest (None: the platform's default)."""
+    turn_based: bool = False
+    """True when its instances' `run` only boots the guest and each command then runs in its
+    own `turn`: between turns no wasm stack is live, so the guest's memory is its whole state."""
+    pool_size: int = 2
+    """How many booted guests a session pool keeps ready for this runtime."""
 
     @property
     @abstractmethod

@@ -19,6 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import wasmtime
 
@@ -157,6 +158,7 @@ class WasmtimeInstance(Instance):
         self._deadline: float | None = None
         self._armed = False
         self._stop_reason: TrapReason | None = None
+        self._stop_released = False
         self._trap_reason: TrapReason | None = None
         self._changed = False
         self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
@@ -171,7 +173,7 @@ class WasmtimeInstance(Instance):
         self._memory_handle = memory  # keeps the struct _memory points into alive
         self._memory = _ctypes.addressof(memory._memory)
         self._passthrough = Passthrough(runtime.engine, runtime.passthrough, self._store, memory,
-                                        FORWARDED)
+                                        runtime.forwarded)
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
@@ -203,19 +205,26 @@ class WasmtimeInstance(Instance):
     # -- the guest's thread -------------------------------------------------------------
 
     def run(self) -> None:
+        self._call(self._instance.exports(self._store)["_start"])
+
+    def _call(self, export: wasmtime.Func, *args: int, exit_ok: bool = True) -> Any:
+        """Call `export` on this thread as the current guest; a trap becomes a `GuestTrap`
+        (a clean exit too, unless `exit_ok`)."""
         _tls.instance = self
         try:
-            self._instance.exports(self._store)["_start"](self._store)
+            return export(self._store, *args)
         except wasmtime.ExitTrap as exc:
-            if exc.code != 0 or self._stop_reason is not None:
+            if not exit_ok or exc.code != 0 or self._stop_reason is not None:
                 raise GuestTrap("exit", f"the interpreter exited with status {exc.code}") from None
+            return None
         except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
             reason = self._trap_reason or self._classify(exc)
             raise GuestTrap(reason, _describe(reason, exc)) from None
         finally:
             _tls.instance = None
             self.disarm()
-            if self._stop_reason is not None:
+            if self._stop_reason is not None and not self._stop_released:
+                self._stop_released = True  # `stop` held the ticker once: let it go once
                 self._rt.ticker.release()
 
     @staticmethod
@@ -364,6 +373,7 @@ class WasmtimeRuntime(Runtime):
         config.epoch_interruption = True
         self.engine = wasmtime.Engine(config)
         self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
+        self.forwarded = FORWARDED
         self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()

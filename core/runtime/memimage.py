@@ -1,0 +1,70 @@
+"""Memory images: a new guest that starts as a copy of one that already imported pandas.
+
+Between two turns a reactor guest has no live wasm stack (its globals are back at their start
+values), so its linear memory is its whole state. An image is that memory, written once to a
+file in the private cache folder and never changed. A new instance maps it copy-on-write
+(MAP_PRIVATE | MAP_FIXED) over its own linear memory, grown to the image's size first: that
+takes well under a millisecond, and the pages stay shared in the page cache until a guest
+writes to them.
+
+This relies on wasmtime's default on-demand allocator: linear memory sits in place inside its
+own reservation, is never moved while it grows within it, and is unmapped whole when the store
+is dropped. Linux only; elsewhere guests simply start from the bare snapshot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+import wasmtime
+
+__all__ = ["MemoryImage", "capture", "SUPPORTED"]
+
+PAGE = 65536
+SUPPORTED = sys.platform.startswith("linux")
+_MAP_PRIVATE, _MAP_FIXED, _PROT_READ_WRITE = 0x02, 0x10, 0x3
+
+if SUPPORTED:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _mmap = _libc.mmap
+    _mmap.restype = ctypes.c_void_p
+    _mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long]
+
+
+def _base(memory: wasmtime.Memory, store: wasmtime.Store) -> int:
+    return ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value or 0
+
+
+def capture(memory: wasmtime.Memory, store: wasmtime.Store) -> bytes:
+    """A copy of the whole linear memory (take it between turns only)."""
+    return ctypes.string_at(_base(memory, store), memory.data_len(store))
+
+
+class MemoryImage:
+    """One image file, held open read-only for as long as guests may be started from it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self.size = os.fstat(self._fd).st_size
+        if self.size == 0 or self.size % PAGE:
+            os.close(self._fd)
+            raise ValueError(f"{path} is not a memory image")
+
+    def map(self, memory: wasmtime.Memory, store: wasmtime.Store) -> None:
+        """Make `memory` (of a fresh instance that has run nothing) a private copy of the image."""
+        have = memory.data_len(store)
+        if self.size > have:
+            memory.grow(store, (self.size - have) // PAGE)
+        base = _base(memory, store)
+        if _mmap(base, self.size, _PROT_READ_WRITE, _MAP_PRIVATE | _MAP_FIXED, self._fd, 0) != base:
+            raise OSError(ctypes.get_errno(), "could not map the memory image")
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

