@@ -175,7 +175,8 @@ class Session:
                       "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output",
                       "image_bytes": self.limits.image_bytes,
                       "image_pixels": self.limits.image_pixels,
-                      "figure_dir": f"{GUEST_DIR}/figures"}
+                      "figure_dir": f"{GUEST_DIR}/figures",
+                      "mpl_config_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/matplotlib"}
             self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
                            "limits": limits}
         return self._setup

@@ -43,6 +43,7 @@ class _State:
         self.saved: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.hook: AfterImport | None = None
+        self.config_dir = ""
 
 
 _state = _State()
@@ -53,12 +54,15 @@ def configure(limits: dict[str, Any]) -> None:
     _state.folder = limits.get("figure_dir") or _state.folder
     _state.max_bytes = limits.get("image_bytes", _state.max_bytes)
     _state.max_pixels = limits.get("image_pixels", _state.max_pixels)
+    _state.config_dir = limits.get("mpl_config_dir") or ""
     _watch()
 
 
 def begin(cell: int) -> None:
     """A cell starts: figures it shows are named after it."""
     _state.cell = cell
+    if _state.config_dir and "matplotlib" not in sys.modules:
+        _config_dir()
     if _state.saved or _state.notes:
         _state.saved, _state.notes = [], []
     _watch()
@@ -75,6 +79,16 @@ def finish(result: dict[str, Any]) -> None:
     if _state.notes:
         result["figure_notes"] = _state.notes
     _state.saved, _state.notes = [], []
+
+
+def _config_dir() -> None:
+    """Give matplotlib a writable home for its font cache before it is first imported;
+    otherwise it makes a temporary one in the working directory and warns on stderr. Set
+    in each cell, since a runtime may renew the environment between turns."""
+    import os
+
+    if "MPLCONFIGDIR" not in os.environ:
+        os.environ["MPLCONFIGDIR"] = _state.config_dir
 
 
 def _watch() -> None:

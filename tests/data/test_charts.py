@@ -57,6 +57,8 @@ def test_show_open_figures_and_savefig(data_runtime):
                   "plt.figure(); plt.bar(['a', 'b'], [1, 2]); plt.savefig('mine.png')\n"
                   "print(plt.get_fignums())")
         assert r.ok, r.error
+        assert r.stderr == ""  # matplotlib has a writable config folder: no warning
+        assert not any(f.path.startswith("matplotlib-") for f in s.files())
         assert r.stdout == "[1]\n"  # show() closed its figures; a new one was still open
         assert [i.path for i in r.images] == [f"figures/figure-2-{n}.png" for n in (1, 2, 3)]
         for image in r.images:
