@@ -233,3 +233,14 @@ def test_repl_prints_where_each_image_is():
         assert where.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert "[images saved in /session] figures/figure-1-1.png" in text
         assert json.loads(json.dumps(text)) == text
+
+
+def test_matplotlib_gets_a_config_folder_only_while_it_is_imported():
+    with _with_pyplot() as s:
+        s.write_file("matplotlib/__init__.py", "import os\nSEEN = os.environ.get('MPLCONFIGDIR')\n"
+                     "def get_cachedir():\n    return SEEN\n")
+        result = s.run("import os\nimport matplotlib\n(matplotlib.SEEN, dict(os.environ))")
+        assert result.value == "('/session/.tooliscode/matplotlib', {})"
+        result = s.run("import os\ntry:\n    import seaborn\nexcept ImportError:\n    pass\n"
+                       "dict(os.environ)")
+        assert result.value == "{}"

@@ -44,6 +44,8 @@ class _State:
         self.notes: list[str] = []
         self.hook: AfterImport | None = None
         self.config_dir = ""
+        self.config_hook: AfterImport | None = None
+        self.config_set = False
 
 
 _state = _State()
@@ -61,8 +63,6 @@ def configure(limits: dict[str, Any]) -> None:
 def begin(cell: int) -> None:
     """A cell starts: figures it shows are named after it."""
     _state.cell = cell
-    if _state.config_dir and "matplotlib" not in sys.modules:
-        _config_dir()
     if _state.saved or _state.notes:
         _state.saved, _state.notes = [], []
     _watch()
@@ -74,6 +74,8 @@ def finish(result: dict[str, Any]) -> None:
     pyplot = sys.modules.get(_PYPLOT)
     if pyplot is not None and result.get("error_type") != "MemoryError":
         _save_open(pyplot)
+    if _state.config_set:  # the import failed before matplotlib read it
+        _config_done()
     if _state.saved:
         result["images"] = _state.saved
     if _state.notes:
@@ -82,13 +84,29 @@ def finish(result: dict[str, Any]) -> None:
 
 
 def _config_dir() -> None:
-    """Give matplotlib a writable home for its font cache before it is first imported;
-    otherwise it makes a temporary one in the working directory and warns on stderr. Set
-    in each cell, since a runtime may renew the environment between turns."""
+    """Give matplotlib a writable home for its font cache while it is first imported;
+    otherwise it makes a temporary one in the working directory and warns on stderr."""
     import os
 
-    if "MPLCONFIGDIR" not in os.environ:
+    if _state.config_dir and "MPLCONFIGDIR" not in os.environ:
         os.environ["MPLCONFIGDIR"] = _state.config_dir
+        _state.config_set = True
+
+
+def _config_done(matplotlib: Any = None) -> None:
+    """matplotlib has read its folders (and keeps them): the environment stays as the
+    runtime made it."""
+    read = getattr(matplotlib, "get_cachedir", None)
+    if read is not None:
+        try:
+            read()  # cached by matplotlib, as get_configdir is during the import
+        except Exception:  # noqa: BLE001 - its own warning is the worst that can happen
+            pass
+    if _state.config_set:
+        _state.config_set = False
+        import os
+
+        os.environ.pop("MPLCONFIGDIR", None)
 
 
 def _watch() -> None:
@@ -98,6 +116,10 @@ def _watch() -> None:
     elif _state.hook is None or _state.hook not in sys.meta_path:
         _state.hook = AfterImport(_PYPLOT, _patch)  # before the code can bind show
         sys.meta_path.insert(0, _state.hook)
+    if "matplotlib" not in sys.modules and (
+            _state.config_hook is None or _state.config_hook not in sys.meta_path):
+        _state.config_hook = AfterImport("matplotlib", _config_done, before=_config_dir)
+        sys.meta_path.insert(0, _state.config_hook)
 
 
 def _patch(pyplot: Any) -> None:

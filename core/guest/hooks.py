@@ -17,9 +17,12 @@ class AfterImport:
     imported (by the cell's code or by a library), then steps aside. It lets a cold guest
     wait to pay for a module (asyncio, matplotlib) until the code asks for it."""
 
-    def __init__(self, name: str, then: Callable[[Any], None]):
+    def __init__(self, name: str, then: Callable[[Any], None],
+                 before: Callable[[], None] | None = None):
         self.name = name
         self.then = then
+        self.before = before
+        """Called once the module is found, before it runs."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != self.name:
@@ -30,6 +33,8 @@ class AfterImport:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
             spec.loader = _ThenCall(spec.loader, self.then)
+            if self.before is not None:
+                self.before()
         return spec
 
 

@@ -66,6 +66,7 @@ def test_show_open_figures_and_savefig(data_runtime):
         assert "mine.png" in r.files_written and s.read_file("mine.png")[:8] == PNG
         assert "mine.png" not in [i.path for i in r.images]
         assert s.run("plt.get_fignums()").value == "[]"
+        assert s.run("import os\ndict(os.environ)").value == "{}"  # MPLCONFIGDIR was lent
 
 
 def test_a_big_figure_is_saved_smaller_with_a_notice(data_runtime):
