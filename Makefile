@@ -18,8 +18,13 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) examples/demo.py
 
+# Two workers, each test file on one of them (module fixtures are then set up once). Most of
+# the suite's time is spent starting interpreters and subprocesses, which two workers overlap.
+# Then the security, fault, limit and isolation suites again on the data runtime.
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
+	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests/security \
+		tests/test_limits.py tests/test_isolation.py tests/test_cells.py
 
 bench: setup
 	$(PY) benchmarks/run_all.py

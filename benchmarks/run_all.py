@@ -1,4 +1,5 @@
-"""Every benchmark in one command: latency (cells, tool calls, gather, session start), tools as
+"""Every benchmark in one command: latency (cells, tool calls, gather, session start), what a
+tool call costs against the bare crossing into the host, tools as
 code (generation, catalog, search), scale, tokens, and the peer comparison. Prints one table
 per group and writes benchmarks/RESULTS.md.
 
@@ -21,6 +22,9 @@ from _util import Row, machine, table
 HERE = Path(__file__).resolve().parent
 GROUPS = [
     ("Sandbox core", "bench_core"),
+    ("Tool-call cost", "bench_crossing"),
+    ("Fresh interpreters", "bench_fresh"),
+    ("Durable sessions", "bench_durable"),
     ("Tools as code", "bench_codegen"),
     ("Scale", "bench_scale"),
     ("Tokens and round trips", "bench_tokens"),
@@ -33,6 +37,8 @@ def _rows(module_name: str, peer: bool) -> list[Row]:
     module = importlib.import_module(module_name)
     if module_name == "bench_peers":
         return asyncio.run(module.arows(peer=peer))
+    if module_name == "bench_crossing":
+        return module.rows(peer=peer)
     return list(module.rows())
 
 
@@ -55,7 +61,9 @@ def _summary(rows: list[tuple[str, ...]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
+    parser.add_argument("--no-peer", action="store_true",
+                        help="skip the peers in their own environments (pydantic-ai-harness, "
+                             "smolagents)")
     parser.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
     args = parser.parse_args()

@@ -15,10 +15,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agents import FunctionTool, RunContextWrapper, ToolTimeoutError
+from agents import (
+    FunctionTool,
+    RunContextWrapper,
+    ToolTimeoutError,
+    default_tool_error_function,
+)
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.mcp import MCPUtil
-from agents.tool import ToolOutputText, invoke_function_tool
+from agents.tool import (
+    ToolOutputText,
+    invoke_function_tool,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 from tooliscode import MCPServer, Tool, ToolError, as_tool
 from tooliscode.mcp.tools import mcp_namespace, mcp_tool
@@ -74,20 +84,19 @@ def _raising(ft: FunctionTool) -> FunctionTool:
     """A copy of `ft` whose failures and timeouts raise instead of turning into text: code
     must see a failed call as an exception, not as a string it might take for data. A failure
     formatter of the user's still writes the message."""
-    default = getattr(ft, "_use_default_failure_error_function", True)
-    formatter = None if default else getattr(ft, "_failure_error_function", None)
+    formatter = resolve_function_tool_failure_error_function(ft)
+    if formatter is default_tool_error_function:
+        formatter = None
 
     async def fail(ctx: RunContextWrapper[Any], error: Exception) -> str:
         if formatter is None:
             raise error
         raise ToolError(str(await maybe(formatter(ctx, error))))
 
-    try:  # these fields are the SDK's own way to give a copied tool another failure policy
-        return dataclasses.replace(ft, timeout_behavior="raise_exception",
-                                   _failure_error_function=fail,
-                                   _use_default_failure_error_function=False)
-    except TypeError:  # an SDK without them: failures stay text, as the SDK makes them
-        return dataclasses.replace(ft, timeout_behavior="raise_exception")
+    # The SDK's own way to give a copied tool another failure policy (the copy's invoker
+    # resolves the policy against the copy).
+    copy = dataclasses.replace(ft, timeout_behavior="raise_exception")
+    return set_function_tool_failure_error_function(copy, fail)
 
 
 def _wants_run_context(on_invoke: Any) -> bool:

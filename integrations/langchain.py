@@ -15,7 +15,6 @@ it there from the checkpointer config). Without one, the tool keeps a single int
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import inspect
@@ -29,8 +28,9 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import PrivateAttr
-from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
-from tooliscode.engine.keyed import KeyedSessions
+from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -38,8 +38,7 @@ from tooliscode.prompt.codetool import (
     instructions,
 )
 from tooliscode.prompt.images import base64_data
-
-from ._sandbox import Sandbox
+from tooliscode.runtime import Runtime, python_note
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
 
@@ -124,7 +123,7 @@ class CodeModeTool(BaseTool):
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
     _declarations: list[Tool] = PrivateAttr(default_factory=list)
-    _sandboxes: KeyedSessions[Sandbox] = PrivateAttr()
+    _code: CodeTool = PrivateAttr()
 
     @property
     def tools(self) -> list[BaseTool]:
@@ -137,89 +136,78 @@ class CodeModeTool(BaseTool):
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
              *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        key = _thread_id(config)
-        sandbox, notice = self._sandboxes.acquire(key)
-        try:
-            result, text = sandbox.run(code, _Turn(_child(config, run_manager), False),
-                                       None, self._bind)
-        finally:
-            self._sandboxes.release(key)
-        return _answer(result, text, notice)
+        return _answer(self._code.run_code(
+            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), False)))
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
                     *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        key = _thread_id(config)
-        sandbox, notice = await asyncio.to_thread(self._sandboxes.acquire, key)
-        try:
-            result, text = await sandbox.arun(code, _Turn(_child(config, run_manager), True),
-                                              None, self._bind)
-        finally:
-            self._sandboxes.release(key)
-        return _answer(result, text, notice)
+        return _answer(await self._code.arun_code(
+            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), True)))
 
     # -- conversations ------------------------------------------------------------------
 
     @property
     def thread_ids(self) -> list[Any]:
         """The conversations with a live interpreter (`None` is the one without a thread_id)."""
-        return self._sandboxes.keys()
+        return self._code.keys
 
     def session(self, thread_id: Any = None) -> Any:
         """The live `Session` of a conversation, or `None` (e.g. to read the files it wrote)."""
-        sandbox = self._sandboxes.get(thread_id)
+        sandbox = self._code.get(thread_id)
         return sandbox.session if sandbox is not None else None
 
     def drop(self, thread_id: Any = None) -> bool:
         """Close one conversation's interpreter now (the conversation ended)."""
-        return self._sandboxes.drop(thread_id)
+        return self._code.drop(thread_id)
 
     def close(self) -> None:
         """Close every interpreter."""
-        self._sandboxes.close()
+        self._code.close()
 
 
 def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
     return patch_config(config, callbacks=run_manager.get_child() if run_manager else None)
 
 
-def _answer(result: CellResult, text: str, notice: str | None) -> str | list[dict[str, Any]]:
-    if notice:
-        text = f"[note] {notice}\n{text}"
-    if not result.ok:
-        raise ToolException(text)  # handled by the tool: content with status="error"
-    return _with_images(text, result)
+def _answer(reply: Reply) -> str | list[dict[str, Any]]:
+    if not reply.ok:
+        raise ToolException(reply.text)  # handled by the tool: content with status="error"
+    return _with_images(reply)
 
 
-def _with_images(text: str, result: CellResult) -> str | list[dict[str, Any]]:
+def _with_images(reply: Reply) -> str | list[dict[str, Any]]:
     """The ToolMessage content: the text, then each figure the cell made as a standard
     image content block."""
-    if not result.images:
-        return text
-    return [{"type": "text", "text": text},
+    if not reply.images:
+        return reply.text
+    return [{"type": "text", "text": reply.text},
             *({"type": "image", "base64": base64_data(i), "mime_type": i.mime}
-              for i in result.images)]
+              for i in reply.images)]
 
 
 def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,
                       name: str = CODE_TOOL_NAME, instructions_in_description: bool = True,
                       idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                      describe_names: bool = True) -> CodeModeTool:
+                      describe_names: bool = True, runtime: Runtime | str | None = None,
+                      store: SessionStore | Keeper | None = None) -> CodeModeTool:
     """One LangChain tool that runs code calling `tools` (BaseTools, callables, a toolkit).
 
     The catalog of tools goes in the tool's description unless `instructions_in_description`
     is false; then put `tool.instructions` in the system prompt. Conversations (thread ids)
     idle for `idle_timeout_s` lose their interpreter; at most `max_sessions` are kept.
+    `runtime="data"` gives the code numpy, pandas and matplotlib; `store=` keeps each thread's
+    interpreter in a store that every worker process shares (`tooliscode.durable`).
     """
     wrapped = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
     declarations = [_declaration(t) for t in wrapped]
     registry = ToolRegistry(declarations)
-    guide = instructions(registry, name)
+    guide = instructions(registry, name, python=python_note(runtime))
     tool = CodeModeTool(
         name=name, args_schema=copy.deepcopy(CODE_TOOL_SCHEMA), instructions=guide,
         description=guide if instructions_in_description else code_tool_description(registry, name))
     tool._tools = wrapped
     tool._declarations = declarations
-    tool._sandboxes = KeyedSessions(
-        lambda _key: Sandbox(limits=limits, describe=describe_names),
-        idle_s=idle_timeout_s, max_sessions=max_sessions)
+    tool._code = CodeTool(Toolbox(tool._bind), limits=limits, describe_names=describe_names,
+                          idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
+                          runtime=runtime, store=store)
     return tool

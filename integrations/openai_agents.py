@@ -35,13 +35,15 @@ from agents import (
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
-from tooliscode import CellResult, Limits, MCPServer, Tool, ToolError, ToolRegistry
-from tooliscode.engine.keyed import KeyedSessions
+from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
+from tooliscode.closing import Closing
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox, fingerprint
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import codetool
 from tooliscode.prompt.images import data_url
+from tooliscode.runtime import Runtime, python_note
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
-from ._sandbox import Sandbox
 
 __all__ = ["ApprovalCallback", "CodeModeToolset", "ConversationKey"]
 
@@ -63,22 +65,15 @@ class _Cell:
 
 
 @dataclass
-class _Conversation:
-    sandbox: Sandbox
-    inners: list[Inner] = field(default_factory=list)
-    listed_for: int | None = None
-    """The run (`id` of its usage) the MCP tools were listed for: they are listed once a run."""
+class _Listing:
+    """The tools one run's code can call (MCP tools are listed once a run), and how a
+    sandbox gets them."""
 
-    @property
-    def tools_key(self) -> Hashable:
-        return tuple((i.tool.name, tuple(i.tool.parameters.get("properties") or ()))
-                     for i in self.inners)
-
-    def close(self) -> None:
-        self.sandbox.close()
+    inners: list[Inner]
+    toolbox: Toolbox
 
 
-class CodeModeToolset:
+class CodeModeToolset(Closing):
     """One `run_python` tool over function tools and MCP servers, for an `Agent`.
 
     Put `tool` in the agent's `tools` and `instructions(...)` as its instructions (they carry
@@ -96,7 +91,8 @@ class CodeModeToolset:
                  limits: Limits | None = None, name: str = codetool.CODE_TOOL_NAME,
                  conversation: Hashable | ConversationKey | None = None,
                  approve: ApprovalCallback | None = None, max_sessions: int | None = 64,
-                 idle_timeout_s: float | None = 1800.0):
+                 idle_timeout_s: float | None = 1800.0, runtime: Runtime | str | None = None,
+                 store: SessionStore | Keeper | None = None):
         self.limits = limits
         self.name = name
         self.conversation = conversation
@@ -106,10 +102,11 @@ class CodeModeToolset:
             if not isinstance(server, (AgentsMCPServer, MCPServer)):
                 raise TypeError(f"not an MCP server: {server!r}")
         self._static = [as_inner(t) for t in tools]
-        self._sessions: KeyedSessions[_Conversation] = KeyedSessions(
-            lambda key: _Conversation(Sandbox(limits=self.limits)),
-            idle_s=idle_timeout_s, max_sessions=max_sessions)
+        self.codetool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
+                                 max_sessions=max_sessions, runtime=runtime, store=store)
+        """The interpreters: one per run, or per conversation."""
         self._runs: dict[int, weakref.finalize] = {}
+        self._listings: dict[int, _Listing] = {}
         self._finals: dict[str, Any] = {}
         self.tool = FunctionTool(
             name=name, params_json_schema=dict(codetool.CODE_TOOL_SCHEMA),
@@ -128,15 +125,11 @@ class CodeModeToolset:
             text = base(ctx, agent) if callable(base) else base
             if inspect.isawaitable(text):
                 text = await text
-            key = self._key(ctx)
-            conversation, _ = await asyncio.to_thread(self._sessions.acquire, key)
-            try:
-                await self._list(conversation, ctx, agent)
-                registry = ToolRegistry(i.tool for i in conversation.inners)
-            finally:
-                self._sessions.release(key)
+            listing = await self._list(ctx, agent)
+            registry = ToolRegistry(i.tool for i in listing.inners)
             self.tool.description = codetool.code_tool_description(registry, self.name)
-            return "\n\n".join(p for p in (text, codetool.instructions(registry, self.name)) if p)
+            return "\n\n".join(p for p in (text, codetool.instructions(
+                registry, self.name, python=python_note(self.codetool.runtime))) if p)
 
         return build
 
@@ -153,22 +146,10 @@ class CodeModeToolset:
 
     def close(self) -> None:
         """Close every interpreter this toolset started."""
-        self._sessions.close()
+        self.codetool.close()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
-
-    def __enter__(self) -> CodeModeToolset:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> CodeModeToolset:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # -- the code tool -------------------------------------------------------------------
 
@@ -176,49 +157,48 @@ class CodeModeToolset:
         """What the SDK calls: run the cell, return what the model reads; errors become text."""
         try:
             code = _code(arguments)
-            key = self._key(ctx)
-            conversation, notice = await asyncio.to_thread(self._sessions.acquire, key)
-            try:
-                await self._list(conversation, ctx, ctx.agent)
-                cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx))
-                result, text = await conversation.sandbox.arun(
-                    code, cell, conversation.tools_key,
-                    lambda sandbox: [self._bind(sandbox, i) for i in conversation.inners])
-            finally:
-                self._sessions.release(key)
-            if result.has_final:
-                self._finals[ctx.tool_call_id] = result.final
-                while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
-                    self._finals.pop(next(iter(self._finals)))
-            return _with_images(f"[note] {notice}\n{text}" if notice else text, result)
+            listing = await self._list(ctx, ctx.agent)
+            cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx))
+            reply = await self.codetool.arun_code(code, key=self._key(ctx), context=cell,
+                                                  tools=listing.toolbox)
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
+        if reply.has_final:
+            self._finals[ctx.tool_call_id] = reply.final
+            while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
+                self._finals.pop(next(iter(self._finals)))
+        return _with_images(reply)
 
     def _key(self, ctx: RunContextWrapper[Any]) -> Hashable:
         choose = self.conversation
         key = choose(ctx) if callable(choose) else choose
-        if key is not None:
-            return ("conversation", key)
-        run = id(ctx.usage)  # one usage object per run, shared by every context made from it
+        return ("run", self._run(ctx)) if key is None else ("conversation", key)
+
+    def _run(self, ctx: RunContextWrapper[Any]) -> int:
+        """The run's id: one usage object per run, shared by every context made from it."""
+        run = id(ctx.usage)
         if run not in self._runs:
             done = self._runs[run] = weakref.finalize(ctx.usage, self._forget_run, run)
             done.atexit = False
-        return ("run", run)
+        return run
 
     def _forget_run(self, run: int) -> None:
         """The run is gone: close its interpreter, off whatever thread the collector is on."""
         self._runs.pop(run, None)
-        threading.Thread(target=self._sessions.drop, args=(("run", run),), daemon=True).start()
+        self._listings.pop(run, None)
+        threading.Thread(target=self.codetool.drop, args=(("run", run),), daemon=True).start()
 
-    async def _list(self, conversation: _Conversation, ctx: RunContextWrapper[Any],
-                    agent: Any) -> None:
-        run = id(ctx.usage)
-        if conversation.listed_for == run:
-            return
-        inners = list(self._static)
-        for server in self.mcp_servers:
-            inners += await mcp_inners(server, ctx, agent)
-        conversation.inners, conversation.listed_for = inners, run
+    async def _list(self, ctx: RunContextWrapper[Any], agent: Any) -> _Listing:
+        run = self._run(ctx)
+        listing = self._listings.get(run)
+        if listing is None:
+            inners = list(self._static)
+            for server in self.mcp_servers:
+                inners += await mcp_inners(server, ctx, agent)
+            listing = self._listings[run] = _Listing(inners, Toolbox(
+                lambda sandbox: [self._bind(sandbox, i) for i in inners],
+                fingerprint(i.tool for i in inners)))
+        return listing
 
     # -- one inner call ------------------------------------------------------------------
 
@@ -275,13 +255,13 @@ class CodeModeToolset:
 # -- small helpers ---------------------------------------------------------------------------
 
 
-def _with_images(text: str, result: CellResult) -> str | list[ToolOutputText | ToolOutputImage]:
+def _with_images(reply: Reply) -> str | list[ToolOutputText | ToolOutputImage]:
     """The code tool's output: the text, then each figure the cell made as the SDK's image
     output (a Chat Completions model keeps only the text, which lists the files)."""
-    if not result.images:
-        return text
-    return [ToolOutputText(text=text),
-            *(ToolOutputImage(image_url=data_url(i), detail="auto") for i in result.images)]
+    if not reply.images:
+        return reply.text
+    return [ToolOutputText(text=reply.text),
+            *(ToolOutputImage(image_url=data_url(i), detail="auto") for i in reply.images)]
 
 
 def _code(arguments: str) -> str:

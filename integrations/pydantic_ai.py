@@ -35,16 +35,17 @@ from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, T
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-from tooliscode import CellResult, Limits, Tool, ToolError, ToolRegistry
+from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
+from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
+from tooliscode.runtime import Runtime, python_note
 from typing_extensions import TypedDict
-
-from ._sandbox import Sandbox, Sandboxes, ToolFactory
 
 __all__ = ["CodeMode", "CodeModeToolset", "Scope"]
 
@@ -104,18 +105,16 @@ class _InnerTool:
 @dataclass(kw_only=True)
 class _CodeTool(ToolsetTool[AgentDepsT]):
     inner: dict[str, ToolsetTool[AgentDepsT]]
-    tools_key: Hashable
+    toolbox: Toolbox
+    """The same tools as the sandbox gets them."""
 
 
 @dataclass
 class _RunState:
-    """One agent run's sandbox and the catalog its last step showed."""
+    """One agent run's sandbox (run scope) and the tools and catalog its last step showed."""
 
     sandbox: Sandbox | None = None
-    conversation: Hashable = None
-    notice: str | None = None
-    tools_key: Hashable = None
-    tools: ToolFactory | None = None
+    toolbox: Toolbox | None = None
     instructions: str | None = None
     description: str = ""
 
@@ -147,10 +146,11 @@ _catalogs: OrderedDict[Hashable, tuple[str, str]] = OrderedDict()
 _CATALOGS_KEPT = 32
 
 
-def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]]) -> tuple[str, str]:
+def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]], python: str) -> tuple[str, str]:
     """The instructions and the code tool's description for a tool set. Every run starts
     with its own state, and building a catalog takes milliseconds for hundreds of tools, so
     the last few are kept (by the tools' content, so sharing them is safe)."""
+    key = (key, python)
     made = _catalogs.get(key)
     if made is not None:
         _catalogs.move_to_end(key)
@@ -159,7 +159,8 @@ def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]]) -> tuple[str, st
             registry = ToolRegistry(_tools(inner, None))
         except ValueError as exc:
             raise UserError(f"code mode cannot take these tools: {exc}") from exc
-        made = _catalogs[key] = (instructions(registry), code_tool_description(registry))
+        made = _catalogs[key] = (instructions(registry, python=python),
+                                 code_tool_description(registry))
         while len(_catalogs) > _CATALOGS_KEPT:
             _catalogs.popitem(last=False)
     return made
@@ -180,17 +181,23 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     prestart: bool = True
     """Have the run's interpreter started before its first code arrives (run scope): a spare
     made when the previous run ended, or one started when the tools are first listed."""
-    sandboxes: Sandboxes | None = field(default=None, kw_only=True, repr=False)
+    runtime: Runtime | str | None = None
+    """The sandbox's Python: "default" (CPython 3.12) or "data" (numpy, pandas, ...)."""
+    store: SessionStore | Keeper | None = None
+    """Conversation scope: keep each conversation's interpreter in a store, so any worker
+    process resumes it (see `tooliscode.durable`)."""
+    codetool: CodeTool | None = field(default=None, kw_only=True, repr=False)
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs)."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
-        if self.sandboxes is None:
-            self.sandboxes = Sandboxes(limits=self.limits, describe=self.describe_names,
-                                       idle_s=self.idle_timeout_s,
-                                       keep_spare=self.prestart and self.scope == "run")
+        if self.codetool is None:
+            self.codetool = CodeTool(limits=self.limits, describe_names=self.describe_names,
+                                     idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
+                                     keep_spare=self.prestart and self.scope == "run",
+                                     store=self.store)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -216,47 +223,33 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def close(self) -> None:
         """Close every interpreter this toolset keeps (conversations, the spare)."""
         self._end_run(wait=True)
-        self._sandboxes.close()
+        self._codetool.close()
 
     @property
-    def _sandboxes(self) -> Sandboxes:
-        assert self.sandboxes is not None
-        return self.sandboxes
+    def _codetool(self) -> CodeTool:
+        assert self.codetool is not None
+        return self.codetool
 
     def _end_run(self, wait: bool) -> None:
-        """Give back the run's interpreter. A run's own one is closed (and the next run's
-        spare started) on another thread: nobody needs to wait for that."""
+        """Give back the run's interpreter. It is closed (and the next run's spare started)
+        on another thread: nobody needs to wait for that."""
         state, self._run = self._run, None
         if state is None or state.sandbox is None:
             return
-        if self.scope == "conversation":
-            self._sandboxes.release(state.conversation)
-        elif wait:
+        if wait:
             state.sandbox.close()
         else:
-            self._sandboxes.finish(state.sandbox, state.tools_key, state.tools)
+            self._codetool.finish(state.sandbox, state.toolbox)
 
     def _own_sandbox(self, state: _RunState) -> Sandbox:
         if state.sandbox is None:
-            state.sandbox = self._sandboxes.take()
+            state.sandbox = self._codetool.take()
         return state.sandbox
 
     def _state(self) -> _RunState:
         if self._run is None:  # used without `for_run`: one state for the toolset's life
             self._run = _RunState()
         return self._run
-
-    async def _sandbox(self, ctx: RunContext[AgentDepsT]) -> tuple[Sandbox, str | None]:
-        state = self._state()
-        if state.sandbox is None:
-            if self.scope == "run":
-                self._own_sandbox(state)
-            else:
-                state.conversation = ctx.conversation_id
-                state.sandbox, state.notice = await asyncio.to_thread(
-                    self._sandboxes.acquire, ctx.conversation_id)
-        notice, state.notice = state.notice, None
-        return state.sandbox, notice
 
     # -- what the model sees ------------------------------------------------------------
 
@@ -267,17 +260,19 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         if CODE_TOOL_NAME in tools:
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
-        if key != state.tools_key:
-            state.instructions, state.description = _catalog(key, inner)
-            state.tools_key, state.tools = key, functools.partial(_tools, inner)
+        if state.toolbox is None or key != state.toolbox.key:
+            state.instructions, state.description = _catalog(key, inner,
+                                                             python_note(self.runtime))
+            state.toolbox = Toolbox(functools.partial(_tools, inner), key)
         if self.prestart and self.scope == "run":
-            self._own_sandbox(state).warm(key, state.tools)
+            self._own_sandbox(state).warm(state.toolbox)
         code_def = ToolDefinition(
             name=CODE_TOOL_NAME, description=state.description,
             parameters_json_schema=CODE_TOOL_SCHEMA, sequential=True,
             metadata={"code_arg_name": "code", "code_arg_language": "python"})
         code = _CodeTool(toolset=self, tool_def=code_def, max_retries=self.max_retries,
-                         args_validator=_CODE_ARGS.validator, inner=inner, tools_key=key)
+                         args_validator=_CODE_ARGS.validator, inner=inner,
+                         toolbox=state.toolbox)
         return {**native, CODE_TOOL_NAME: code}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
@@ -300,25 +295,29 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         manager = ToolManager(toolset=self.wrapped, ctx=ctx, tools=tool.inner,
                               root_capability=parent.root_capability if parent else None)
         cell = _Cell(manager, ctx.tool_call_id or CODE_TOOL_NAME, contextvars.copy_context())
-        sandbox, notice = await self._sandbox(ctx)
-        result, text = await sandbox.arun(tool_args["code"], cell, tool.tools_key,
-                                          functools.partial(_tools, tool.inner))
-        if notice:
-            text = f"[note] {notice}\n{text}"
-        if not result.ok:
-            raise ModelRetry(text)
-        return ToolReturn(return_value=_with_images(text, result), metadata={
-            "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in result.tool_calls]})
+        code, where = tool_args["code"], self._where(ctx)
+        reply = await self._codetool.arun_code(code, context=cell, tools=tool.toolbox, **where)
+        if not reply.ok:
+            raise ModelRetry(reply.text)
+        calls = reply.result.tool_calls if reply.result is not None else ()
+        return ToolReturn(return_value=_with_images(reply), metadata={
+            "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
+
+    def _where(self, ctx: RunContext[AgentDepsT]) -> dict[str, Any]:
+        """Run scope: the run's own sandbox; conversation scope: the conversation's."""
+        if self.scope == "run":
+            return {"sandbox": self._own_sandbox(self._state())}
+        return {"key": ctx.conversation_id}
 
 
-def _with_images(text: str, result: CellResult) -> str | list[str | BinaryContent]:
+def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
     """The tool result: the text, then each figure the cell made as `BinaryContent`. In the
     return value (not `ToolReturn.content`, a separate user message) it stays the tool's
     result: sent natively where the provider takes files in tool results, else framed as
     coming from this tool call."""
-    if not result.images:
-        return text
-    return [text, *(BinaryContent(i.data, media_type=i.mime) for i in result.images)]
+    if not reply.images:
+        return reply.text
+    return [reply.text, *(BinaryContent(i.data, media_type=i.mime) for i in reply.images)]
 
 
 @dataclass
@@ -335,18 +334,21 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     idle_timeout_s: float | None = 1800.0
     describe_names: bool = True
     prestart: bool = True
-    _sandboxes: Sandboxes | None = field(default=None, init=False, repr=False)
+    runtime: Runtime | str | None = None
+    store: SessionStore | Keeper | None = None
+    _codetool: CodeTool | None = field(default=None, init=False, repr=False)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
         wrapper = CodeModeToolset(toolset, limits=self.limits, scope=self.scope,
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
                                   describe_names=self.describe_names, prestart=self.prestart,
-                                  sandboxes=self._sandboxes)
-        self._sandboxes = wrapper.sandboxes
+                                  runtime=self.runtime, store=self.store,
+                                  codetool=self._codetool)
+        self._codetool = wrapper.codetool
         return wrapper
 
     def close(self) -> None:
         """Close the interpreters kept across runs (conversations, the spare)."""
-        if self._sandboxes is not None:
-            self._sandboxes.close()
+        if self._codetool is not None:
+            self._codetool.close()

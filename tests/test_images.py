@@ -18,9 +18,14 @@ from pathlib import Path
 
 import pytest
 from tooliscode import Limits, Session, ToolIsCode
+from tooliscode.codetool import Reply
 from tooliscode.engine.result import CellImage, CellResult
 from tooliscode.openai.toolcall import CodeCall
-from tooliscode.prompt.codetool import render
+from tooliscode.openai.toolset import _output
+from tooliscode.prompt.codetool import FIGURES_NOTE, instructions
+from tooliscode.prompt.render import noted, render
+from tooliscode.runtime import python_note
+from tooliscode.tools.registry import ToolRegistry
 
 FAKE_PYPLOT = (Path(__file__).parent / "_fake_pyplot.py").read_text()
 DRAW = "import matplotlib.pyplot as plt\n"
@@ -40,6 +45,8 @@ def _png(width: int, height: int) -> bytes:
 PNG = _png(4, 3)
 IMAGE = CellImage("figures/figure-1-1.png", PNG, "image/png", 4, 3)
 RESULT = CellResult(ok=True, stdout="drew it\n", files_written=(IMAGE.path,), images=(IMAGE,))
+REPLY = Reply("text", RESULT)
+PLAIN = Reply("text", CellResult(ok=True))
 
 
 def _with_pyplot(limits: Limits | None = None) -> Session:
@@ -139,26 +146,34 @@ def test_the_host_checks_what_the_guest_reports(tmp_path):
 # -- what the model reads, per API ---------------------------------------------------------
 
 
+def test_the_guide_tells_of_figures_only_where_the_runtime_has_matplotlib():
+    registry = ToolRegistry([])
+    assert FIGURES_NOTE in instructions(registry, python=python_note("data"))
+    assert FIGURES_NOTE not in instructions(registry, python=python_note("default"))
+
+
 def test_responses_output_carries_the_image_and_chat_lists_it():
     from openai.types.responses.response_input_item_param import FunctionCallOutput
     from pydantic import TypeAdapter
 
+    drew = Reply(render(RESULT), RESULT)
     for custom in (False, True):
-        out = ToolIsCode._answer(CodeCall("responses", "c1", "run_python", "x", custom=custom),
-                                 RESULT, None, None)
+        out = _output(CodeCall("responses", "c1", "run_python", "x", custom=custom), drew)
         text_item, image_item = out["output"]
         assert text_item == {"type": "input_text", "text": render(RESULT)}
         assert image_item["type"] == "input_image" and image_item["detail"] == "auto"
         assert image_item["image_url"] == "data:image/png;base64," + base64.b64encode(
             PNG).decode()
         assert out.text == render(RESULT)
-    TypeAdapter(FunctionCallOutput).validate_python(dict(ToolIsCode._answer(
-        CodeCall("responses", "c1", "run_python", "x"), RESULT, None, None)))
-    chat = ToolIsCode._answer(CodeCall("chat", "c1", "run_python", "x"), RESULT, "hello", None)
+        assert out.images == (IMAGE,)
+    TypeAdapter(FunctionCallOutput).validate_python(dict(_output(
+        CodeCall("responses", "c1", "run_python", "x"), drew)))
+    chat = _output(CodeCall("chat", "c1", "run_python", "x"),
+                   Reply(noted(render(RESULT), ["hello"]), RESULT))
     assert chat["content"] == f"[note] hello\n{render(RESULT)}"
     assert "[images saved in /session] figures/figure-1-1.png (4x3 px)" in chat["content"]
-    plain = ToolIsCode._answer(CodeCall("responses", "c1", "run_python", "x"),
-                               CellResult(ok=True, stdout="1\n"), None, None)
+    plain = _output(CodeCall("responses", "c1", "run_python", "x"),
+                    Reply("1", CellResult(ok=True, stdout="1\n")))
     assert plain["output"] == "1"
 
 
@@ -168,7 +183,7 @@ def test_agents_sdk_image_tool_output():
     from openai.types.responses import ResponseFunctionToolCall
     from tooliscode.integrations.openai_agents import _with_images
 
-    output = _with_images("text", RESULT)
+    output = _with_images(REPLY)
     assert isinstance(output[0], ToolOutputText) and isinstance(output[1], ToolOutputImage)
     call = ResponseFunctionToolCall(type="function_call", call_id="c1", name="run_python",
                                     arguments="{}")
@@ -176,7 +191,7 @@ def test_agents_sdk_image_tool_output():
     assert item["output"][0] == {"type": "input_text", "text": "text"}
     url = item["output"][1]["image_url"]
     assert base64.b64decode(url.split(",", 1)[1]) == PNG
-    assert _with_images("text", CellResult(ok=True)) == "text"
+    assert _with_images(PLAIN) == "text"
 
 
 def test_pydantic_ai_binary_content_in_the_tool_return():
@@ -184,13 +199,13 @@ def test_pydantic_ai_binary_content_in_the_tool_return():
     from pydantic_ai.messages import BinaryContent, ToolReturnPart
     from tooliscode.integrations.pydantic_ai import _with_images
 
-    value = _with_images("text", RESULT)
+    value = _with_images(REPLY)
     part = ToolReturnPart(tool_name="run_python", content=value, tool_call_id="c1")
     (file,) = part.files
     assert isinstance(file, BinaryContent) and file.is_image
     assert file.data == PNG and file.media_type == "image/png"
     assert value[0] == "text"
-    assert _with_images("text", CellResult(ok=True)) == "text"
+    assert _with_images(PLAIN) == "text"
 
 
 def test_langchain_image_content_blocks():
@@ -198,12 +213,12 @@ def test_langchain_image_content_blocks():
     from langchain_core.messages import ToolMessage
     from tooliscode.integrations.langchain import _with_images
 
-    message = ToolMessage(content=_with_images("text", RESULT), tool_call_id="c1")
+    message = ToolMessage(content=_with_images(REPLY), tool_call_id="c1")
     text, image = message.content_blocks
     assert text["type"] == "text" and text["text"] == "text"
     assert image["type"] == "image" and image["mime_type"] == "image/png"
     assert base64.b64decode(image["base64"]) == PNG
-    assert _with_images("text", CellResult(ok=True)) == "text"
+    assert _with_images(PLAIN) == "text"
 
 
 def test_mcp_image_content():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
-from tooliscode import Limits, Session
+from tooliscode import Limits, Session, Tool
 
 
 def test_runaway_loop_is_stopped_and_the_session_recovers(short_session):
@@ -14,7 +16,7 @@ def test_runaway_loop_is_stopped_and_the_session_recovers(short_session):
     r = s.run("while True:\n    pass")
     took = time.perf_counter() - start
     assert not r.ok and r.restarted and r.error_type == "TimeoutError"
-    assert 1.4 < took < 5
+    assert took > 1.4  # not before its time; how long after depends on the machine
     assert "keep" in r.lost_names and "helper" in r.lost_names
     assert "restarted" in r.error and "keep" in r.error
     after = s.run("open('kept.txt').read()")
@@ -69,6 +71,24 @@ def test_huge_single_print_is_bounded():
         r = s.run("print('z' * 5_000_000)")
         assert r.ok and len(r.stdout) < 2_500
         assert "5,000,001 characters" in r.truncated
+
+
+def test_truncated_is_set_only_by_cut_output():
+    """Not by other notices that happen to contain "cut" (a lost name `cutoff`)."""
+    started = threading.Event()
+
+    async def main() -> None:
+        with Session([Tool(name="started", function=started.set)]) as s:
+            assert (await s.arun("cutoff = 1")).ok
+            task = asyncio.ensure_future(s.arun("started()\nwhile True:\n    pass"))
+            assert await asyncio.to_thread(started.wait, 60)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            r = await s.arun("print('hi')")
+            assert r.restarted and "(cutoff)" in r.notices[0]
+            assert r.truncated is None
+
+    asyncio.run(main())
 
 
 def test_no_output_limit_keeps_everything():

@@ -200,7 +200,7 @@ async def test_state_lives_for_one_run_unless_bound_to_a_conversation():
         second = await Runner.run(agent, "read x", context=Shop("bob", []))
         assert second.final_output == "42"
         await Runner.run(agent, "another conversation", context=Shop("eve", []))
-        assert len(chats._sessions.keys()) == 2
+        assert len(chats.codetool.keys) == 2
 
 
 async def test_mcp_servers_of_the_sdk(spans):
@@ -214,7 +214,8 @@ async def test_mcp_servers_of_the_sdk(spans):
                "print(cheap, inventory.add(a=2, b=2), inventory.describe(sku='A1'))\n"
                "try:\n    inventory.get_item(sku='A1')\nexcept ToolError as e:\n    print(e)")
     params = {"command": sys.executable, "args": [INVENTORY]}
-    async with MCPServerStdio(params, require_approval={"get_item": "always"}) as server:
+    async with MCPServerStdio(params, require_approval={"get_item": "always"},
+                              client_session_timeout_seconds=60) as server:
         with CodeModeToolset([], mcp_servers=[server]) as code:
             agent, model = _agent(code, _code_call(program), ModelStep.respond(_echo_last_output))
             result = await Runner.run(agent, "cheap garden things?")
@@ -256,7 +257,7 @@ async def test_streamable_http_server_of_the_sdk_beside_our_own_mcp_server(spans
                "a, b = await asyncio.gather(inventory.add(a=1, b=2), shop.add(a=3, b=4))\n"
                "print(a + b, (await shop.get_item(sku='C3'))['qty'])")
     with inventory_over_http() as url:
-        async with MCPServerStreamableHttp({"url": url}) as remote, \
+        async with MCPServerStreamableHttp({"url": url}, client_session_timeout_seconds=60) as remote, \
                 MCPServer.stdio(sys.executable, [INVENTORY], name="shop") as local:
             with CodeModeToolset(mcp_servers=[remote, local]) as code:
                 agent, _ = _agent(code, _code_call(program), ModelStep.respond(_echo_last_output))

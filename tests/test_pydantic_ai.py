@@ -209,10 +209,10 @@ async def test_state_lives_per_run_by_default() -> None:
 
 async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
     """The spare a run left for the next one (made on another thread)."""
-    assert toolset.sandboxes is not None
+    assert toolset.codetool is not None
     for _ in range(500):
-        if toolset.sandboxes._spare is not None:
-            return toolset.sandboxes._spare
+        if toolset.codetool.spare is not None:
+            return toolset.codetool.spare
         await asyncio.sleep(0.01)
     raise AssertionError("no spare after 5 s")
 
@@ -258,8 +258,10 @@ async def test_conversation_scope_keeps_state_across_runs() -> None:
 
 
 async def test_over_an_mcp_server() -> None:
+    # a server that starts slowly on a loaded machine is not what this tests: wait for it
     server = MCPToolset(StdioTransport(command=sys.executable,
-                                       args=["-m", "mcp_server_time", "--local-timezone", "UTC"]))
+                                       args=["-m", "mcp_server_time", "--local-timezone", "UTC"]),
+                        init_timeout=60)
     code = ("import asyncio\nzones = ['Europe/Paris', 'Asia/Tokyo', 'America/New_York']\n"
             "times = await asyncio.gather(*(get_current_time(timezone=z) for z in zones))\n"
             "print(sorted(t['timezone'] for t in times))\n"

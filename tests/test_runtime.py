@@ -6,10 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import wasmtime
 from tooliscode.errors import RuntimeIntegrityError, RuntimeNotFound
 from tooliscode.runtime import PACKAGED_SHA256, locate_python_wasm
+from tooliscode.runtime.cache import load_module
+from tooliscode.runtime.locate import WasmFile
 
 
 def test_packaged_runtime_is_found_and_verified():
@@ -42,44 +46,65 @@ def test_hash_mismatch_is_refused(tmp_path):
         locate_python_wasm(fake, expected_sha256=PACKAGED_SHA256)
 
 
-def test_a_fresh_cache_compiles_once_and_says_so(tmp_path):
-    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(tmp_path / "cache")}
-    code = "from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\ns.close()"
-    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                           timeout=120)
+def _run(code: str, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+_SIX_BY_SEVEN = "from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\ns.close()"
+_ONE_PLUS_ONE = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
+
+
+@pytest.fixture(scope="module")
+def fresh_cache(tmp_path_factory):
+    """One cold start into an empty cache folder, shared by the tests below: compiling
+    python.wasm is the slowest thing the suite does, so it is done once for all of them."""
+    cache = tmp_path_factory.mktemp("fresh") / "cache"
+    return cache, _run(_SIX_BY_SEVEN, cache)
+
+
+def test_a_fresh_cache_compiles_once_and_says_so(fresh_cache):
+    cache, first = fresh_cache
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == "42"
     assert "compiling the Python runtime" in first.stderr
-    cached = list((tmp_path / "cache").glob("*.cwasm"))
+    cached = list(cache.glob("*.cwasm"))
     assert len(cached) == 1
-    assert oct((tmp_path / "cache").stat().st_mode & 0o777) == "0o700"
-    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=60)
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    second = _run(_SIX_BY_SEVEN, cache)
     assert second.stdout.strip() == "42" and "compiling" not in second.stderr
     assert "panicked" not in first.stderr + second.stderr
 
 
-def test_a_corrupt_cache_entry_is_replaced(tmp_path):
-    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(tmp_path)}
-    code = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                   timeout=120)
-    (entry,) = tmp_path.glob("*.cwasm")
+def test_a_corrupt_cache_entry_is_replaced(tmp_path, monkeypatch):
+    # The cache logic on a tiny module: the same code path as python.wasm, without the
+    # seconds a real compile takes (the end-to-end cold start is the test above).
+    wasm = tmp_path / "tiny.wasm"
+    wasm.write_bytes(wasmtime.wat2wasm('(module (func (export "f") (result i32) i32.const 7))'))
+    tiny = WasmFile(wasm, "0" * 64, None, "explicit")
+    monkeypatch.setenv("TOOLISCODE_CACHE_DIR", str(tmp_path / "cache"))
+    engine, said = wasmtime.Engine(), []
+    compiles = lambda: sum(": done in " in line for line in said)  # noqa: E731
+    load_module(engine, tiny, "test", said.append)
+    (entry,) = (tmp_path / "cache").glob("*.cwasm")
+    assert compiles() == 1 and load_module(engine, tiny, "test", said.append)
+    assert compiles() == 1, "a good entry was compiled again"
     entry.write_bytes(b"garbage")
-    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                           timeout=120)
-    assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr
+    module = load_module(engine, tiny, "test", said.append)
+    assert compiles() == 2, "the corrupt entry was not recompiled"
+    store = wasmtime.Store(engine)
+    assert wasmtime.Instance(store, module, []).exports(store)["f"](store) == 7
+    assert entry.read_bytes() != b"garbage"  # and the entry was written again
+    assert load_module(engine, tiny, "test", said.append) and compiles() == 2
 
 
-def test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived(tmp_path):
-    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(tmp_path)}
-    code = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                   timeout=120)
-    (entry,) = tmp_path.glob("guest-*.marshal")
+def test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived(fresh_cache, tmp_path):
+    cache = tmp_path / "cache"
+    shutil.copytree(fresh_cache[0], cache)
+    (entry,) = cache.glob("guest-*.marshal")
     assert oct(entry.stat().st_mode & 0o777) == "0o600"
     for damage in (b"garbage", entry.read_bytes()[:500]):
         entry.write_bytes(damage)
-        again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                               text=True, timeout=120)
+        again = _run(_ONE_PLUS_ONE, cache)
         assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr

@@ -10,8 +10,10 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 from tooliscode import Limits, Session, Tool, ToolRegistry, as_tool
+from tooliscode.prompt.catalog import catalog
 from tooliscode.tools.schema import parse_docstring
-from tooliscode.tools.stubs import ToolStub, stub
+from tooliscode.tools.stubs import ToolStub, guest_spec, stub
+from tooliscode.tools.tool import python_name
 
 
 class Address(BaseModel):
@@ -243,3 +245,62 @@ def test_namespaced_and_sanitised_tools_are_called_by_their_python_names():
         assert r.ok, r.error
         assert r.value == "('sunny in Oslo', 'tool, not module', ['select 1'], '1')"
         assert [c.name for c in r.tool_calls] == ["get-weather", "json", "srv/query"]
+
+
+def test_identifiers_in_any_script_are_kept_as_written():
+    assert [python_name(n) for n in ("número_de_pedido", "日本語", "über-größe", "2fa.check",
+                                     "class", "x y")] == [
+        "número_de_pedido", "日本語", "über_größe", "_2fa_check", "class_", "x_y"]
+    # Python reads identifiers in NFKC form: a decomposed é or a ligature is written so.
+    assert python_name("nu\u0301mero") == "n\u00famero" and python_name("\ufb01nd") == "find"
+    tool = Tool(name="buscar", parameters={"type": "object", "required": ["n\u00famero"],
+                "properties": {"n\u00famero": {"type": "integer"},
+                               "nu\u0301mero": {"type": "integer"}}})
+    assert ToolStub.of(tool).signature() == "buscar(número: int, número_2: int | None = None) -> Any"
+    assert guest_spec(tool)["keys"] == {"número_2": "nu\u0301mero"}
+    with pytest.raises(ValueError, match="would both be called 'find'"):
+        ToolRegistry([Tool(name="\ufb01nd"), Tool(name="find")])
+
+
+def buscar_pedido(número_de_pedido: int, detalle: bool = False) -> dict:
+    """Busca un pedido por su número."""
+    return {"pedido": número_de_pedido, "detalle": detalle}
+
+
+NOTA = {"type": "function", "function": {
+    "name": "añadir_nota", "description": "Añade una nota a un pedido.",
+    "parameters": {"type": "object", "required": ["número_de_pedido", "texto"], "properties": {
+        "número_de_pedido": {"type": "integer"}, "texto": {"type": "string"}}}}}
+
+
+def test_non_ascii_names_are_what_the_model_reads_and_calls():
+    tools = [buscar_pedido, Tool.from_openai(NOTA, function=lambda **kw: kw)]
+    text = catalog(ToolRegistry(tools))
+    assert "def buscar_pedido(número_de_pedido: int, detalle: bool = False) -> dict[str, Any]:" \
+        in text and "def añadir_nota(número_de_pedido: int, texto: str) -> Any:" in text
+    with Session(tools) as s:
+        r = s.run("a = buscar_pedido(número_de_pedido=7)\n"
+                  "b = añadir_nota(número_de_pedido=7, texto='urgente')\n"
+                  "help(añadir_nota)\na, b")
+        assert r.ok, r.error
+        assert r.value == ("({'pedido': 7, 'detalle': False}, "
+                           "{'número_de_pedido': 7, 'texto': 'urgente'})")
+        assert r.stdout.startswith("def añadir_nota(número_de_pedido: int, texto: str) -> Any:")
+        assert [(c.name, c.arguments) for c in r.tool_calls] == [
+            ("buscar_pedido", {"número_de_pedido": 7}),
+            ("añadir_nota", {"número_de_pedido": 7, "texto": "urgente"})]
+        r = s.run("añadir_nota(numero_de_pedido=7, texto='x')")
+        assert r.error_type == "ToolArgumentError" and "did you mean 'número_de_pedido'" in r.error
+
+
+def test_a_tool_without_parameters_shows_empty_parentheses():
+    declared = Tool.from_openai({"type": "function", "name": "now", "description": "The time.",
+                                 "parameters": {"type": "object", "properties": {}}},
+                                function=lambda **kw: ["now", kw])
+    assert stub(declared) == 'def now() -> Any:\n    """The time."""'
+    assert ToolStub.of(declared).brief() == "now()"  # the catalog's one-line form
+    open_ = Tool(name="anything", parameters={"type": "object", "additionalProperties": True})
+    assert ToolStub.of(open_).signature() == "anything(**kwargs: Any) -> Any"
+    with Session([declared]) as s:
+        # Shown as `now()`, but keys the schema does not forbid still reach the tool.
+        assert s.run("now(), now(tz='UTC')").value == "(['now', {}], ['now', {'tz': 'UTC'}])"

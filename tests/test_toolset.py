@@ -315,19 +315,21 @@ def test_llm_query_is_hidden_from_the_catalog_but_callable():
 
 
 async def test_async_llm_query_calls_run_concurrently():
-    starts, ends = [], []
+    running, everyone = [], asyncio.Event()
 
     async def llm(prompt: str) -> str:
-        starts.append(time.monotonic())
-        await asyncio.sleep(0.3)
-        ends.append(time.monotonic())
+        running.append(prompt)
+        if len(running) == 4:
+            everyone.set()
+        # returns only once all four are running: calls made one at a time never get there
+        await asyncio.wait_for(everyone.wait(), 60)
         return f"<{prompt}>"
 
     with ToolIsCode([add], llm=llm) as tic:
         out = await tic.atool_call(responses_call(
             "import asyncio\nprint(await asyncio.gather(*(llm_query(str(i)) for i in range(4))))"))
     assert out["output"] == "['<0>', '<1>', '<2>', '<3>']"
-    assert max(starts) < min(ends)  # all four were running at once
+    assert sorted(running) == ["0", "1", "2", "3"]
 
 
 def test_llm_name_clash_is_refused():

@@ -34,6 +34,10 @@ class Cell:
         if self.before is None:
             self.before = snapshot(self.workdir)
 
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        """The guest's requests while the cell runs (`Requests`): its tool calls."""
+        return self.calls.handle(op, msg)
+
     def files_written(self) -> tuple[str, ...]:
         return () if self.before is None else tuple(changed(self.before, snapshot(self.workdir)))
 
@@ -52,7 +56,8 @@ def _described(value: Any) -> dict[str, str]:
     return {k: v[:200] for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str:
+def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
+    """The stream's text; when the guest cut it, the notice saying so is added to `cuts`."""
     info = report if isinstance(report, dict) else {}
     text = _str(info.get("text")) + command.raw_text(name)
     cut = info.get("cut")
@@ -62,8 +67,8 @@ def _stream(report: Any, command: Command, name: str, notices: list[str]) -> str
         where = (f" The full text is in {saved}; read or search it in the next cell."
                  if isinstance(saved, str) and info.get("saved_all")
                  else f" The first part is in {saved}." if isinstance(saved, str) else "")
-        notices.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
-                       + where)
+        cuts.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
+                    + where)
     return text
 
 
@@ -115,8 +120,10 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
     notices: list[str] = list(command.notices)
     if lost is not None:
         notices.append(restart_notice(lost))
-    stdout = _stream(report.get("stdout"), command, "stdout", notices)
-    stderr = _stream(report.get("stderr"), command, "stderr", notices)
+    cuts: list[str] = []
+    stdout = _stream(report.get("stdout"), command, "stdout", cuts)
+    stderr = _stream(report.get("stderr"), command, "stderr", cuts)
+    notices += cuts
     ok = report.get("ok") is True
     images = _images(report, workdir, cell.calls.limits, notices) if "images" in report or \
         "figure_notes" in report else ()
@@ -130,7 +137,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         names=_names(report["names"]) if "names" in report else names,
         new_names=_names(report.get("new_names")),
         described=_described(report.get("described")),
-        truncated=" ".join(n for n in notices if "cut" in n) or None,
+        truncated=" ".join(cuts) or None,
         files_written=cell.files_written(),
         final=report.get("final"), has_final=report.get("has_final") is True,
         notices=tuple(notices), images=images)

@@ -13,13 +13,12 @@ import hashlib
 import json
 import logging
 import shutil
-import tempfile
 import threading
-from pathlib import Path
 
 from ..guest import guest_sources
 from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
 from ..runtime.cache import cache_dir, write_private
+from .tempfolders import new_folder
 
 __all__ = ["guest_code"]
 
@@ -47,7 +46,7 @@ def _key(runtime: Runtime) -> str | None:
 
 
 def _compile_in_a_guest(runtime: Runtime) -> bytes:
-    folder = Path(tempfile.mkdtemp(prefix="tooliscode-compile-"))
+    folder = new_folder("compile")
     try:
         (folder / "sources.json").write_text(json.dumps(guest_sources()), "utf-8")
         instance = runtime.instantiate(GuestSpec(folder, 256 * 1024 * 1024, _COMPILE))

@@ -1,6 +1,6 @@
 """Sessions by conversation key, for servers: made on first use, closed when left idle.
 
-One `ToolIsCode` serves one conversation through the key `None`; a server passes each
+A code tool serves one conversation through the key `None`; a server passes each
 conversation's id instead and gets one interpreter per conversation. Idle ones are closed
 (lazily, whenever a session is taken) so memory does not grow with every visitor.
 """
@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = ["KeyedSessions"]
 
@@ -43,8 +43,12 @@ class KeyedSessions(Generic[T]):
     """
 
     def __init__(self, factory: Callable[[Hashable], T], idle_s: float | None = 1800.0,
-                 max_sessions: int | None = None):
+                 max_sessions: int | None = None,
+                 evict: Callable[[list[T]], None] | None = None):
         self._factory = factory
+        self._evict = evict or _close_all
+        """Closes the values that `acquire` evicts (now, by default; a caller whose values
+        take long to close can hand them to another thread)."""
         self.idle_s = idle_s
         self.max_sessions = max_sessions
         self._entries: OrderedDict[Hashable, _Entry[T]] = OrderedDict()
@@ -53,9 +57,9 @@ class KeyedSessions(Generic[T]):
         self._closed = False
 
     def acquire(self, key: Hashable) -> tuple[T, str | None]:
-        """The value for `key`, marked busy until `release(key)`; and a notice when the key's
-        earlier session was evicted, for the model to read."""
-        self._close_all(self._sweep(key))
+        """The value for `key`, marked busy until `release(key)`; and, when the key's earlier
+        value was evicted, why (`"90 s without use"`), to tell the conversation."""
+        self._evict([value for _, value in self._sweep(key)])
         with self._lock:
             self._check_open()
             entry = self._take(key)
@@ -67,10 +71,7 @@ class KeyedSessions(Generic[T]):
                 entry = self._take(key)
                 if entry is None:  # nobody made one meanwhile
                     self._entries[key] = _Entry(value, busy=1)
-                    reason = self._evicted.pop(key, None)
-                    return value, None if reason is None else (
-                        f"This conversation's earlier Python session was closed after {reason};"
-                        " this is a new one: earlier variables, imports and files are gone.")
+                    return value, self._evicted.pop(key, None)
         value.close()  # closed meanwhile, or another caller made the session first
         self._check_open()
         assert entry is not None
@@ -102,7 +103,7 @@ class KeyedSessions(Generic[T]):
     def evict_idle(self) -> list[Hashable]:
         """Close the sessions idle past `idle_s` now; returns their keys."""
         gone = self._sweep()
-        self._close_all(gone)
+        _close_all([value for _, value in gone])
         return [key for key, _ in gone]
 
     def close(self) -> None:
@@ -110,7 +111,7 @@ class KeyedSessions(Generic[T]):
             self._closed = True
             entries = list(self._entries.items())
             self._entries.clear()
-        self._close_all([(key, entry.value) for key, entry in entries])
+        _close_all([entry.value for _, entry in entries])
 
     # -- internals (call with the lock held unless said otherwise) ---------------------------
 
@@ -118,7 +119,7 @@ class KeyedSessions(Generic[T]):
         if self._closed:
             from ..errors import SessionClosed
 
-            raise SessionClosed("this ToolIsCode is closed")
+            raise SessionClosed("this code tool is closed")
 
     def _take(self, key: Hashable) -> _Entry[T] | None:
         entry = self._entries.get(key)
@@ -154,10 +155,10 @@ class KeyedSessions(Generic[T]):
                 gone.append((key, entry.value))
         return gone
 
-    @staticmethod
-    def _close_all(items: list[tuple[Hashable, T]]) -> None:
-        for _, value in items:
-            try:
-                value.close()
-            except Exception:
-                logging.getLogger("tooliscode").exception("closing an evicted session failed")
+
+def _close_all(values: list[Any]) -> None:
+    for value in values:
+        try:
+            value.close()
+        except Exception:
+            logging.getLogger("tooliscode").exception("closing an evicted session failed")

@@ -7,14 +7,15 @@ start a guest of their own instead (a guest's folder is fixed when it is created
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 from ..runtime import Runtime
 from .limits import Limits
+from .tempfolders import new_folder
 from .worker import Worker
 
 __all__ = ["WarmPool", "new_workdir"]
@@ -23,7 +24,8 @@ log = logging.getLogger("tooliscode")
 
 
 def new_workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="tooliscode-"))
+    """A new session folder (see `tempfolders`: it does not outlive this process)."""
+    return new_folder("session")
 
 
 class WarmPool:
@@ -36,24 +38,26 @@ class WarmPool:
         self._ready: list[Worker] = []
         self._lock = threading.Lock()
         self._filling = False
+        self._booting: Worker | None = None
+        """The guest the refill is booting, until it is booted (a caller may adopt it)."""
         self._closed = False
 
-    def start_worker(self, workdir: Path, *, warm: bool, limits: Limits | None = None) -> Worker:
-        worker = Worker(self.runtime, workdir, limits or Limits())
-        if warm:
-            worker.call({"op": "warm"})
-        return worker
+    def start_worker(self, workdir: Path, limits: Limits | None = None) -> Worker:
+        return Worker(self.runtime, workdir, limits or Limits())
 
     def acquire(self, limits: Limits | None = None) -> Worker:
-        """A parked guest with its own new folder; started now (with `limits`) if none is
-        ready."""
+        """A parked guest with its own new folder: a ready one, else the one the refill is
+        booting (further along than a new one, and no second boot competes for the CPU),
+        else one started now (with `limits`)."""
         with self._lock:
             worker = None
             while self._ready and worker is None:
                 candidate = self._ready.pop()
                 worker = candidate if candidate.alive else None
+            if worker is None and self._booting is not None and self._booting.alive:
+                worker, self._booting = self._booting, None
         if worker is None:
-            worker = self.start_worker(new_workdir(), warm=False, limits=limits)
+            worker = self.start_worker(new_workdir(), limits)
         self.refill()
         return worker
 
@@ -70,11 +74,25 @@ class WarmPool:
                 with self._lock:
                     if self._closed or len(self._ready) >= self.size:
                         return
-                workdir = new_workdir()
                 try:
-                    worker = self.start_worker(workdir, warm=True)
+                    workdir = new_workdir()
+                except (OSError, RuntimeError):  # no temp space, or the process is ending
+                    return
+                try:
+                    worker = self.start_worker(workdir)
+                    with self._lock:
+                        self._booting = worker
+                    worker.booted.wait()
+                    with self._lock:
+                        adopted = self._booting is not worker
+                        self._booting = None
+                    if adopted:  # a caller took it while it booted
+                        continue
+                    # Not offered during the warm-up: a caller would wait for it.
+                    worker.call({"op": "warm"})
                 except Exception:  # noqa: BLE001 - a failed warm-up must not kill the pool
-                    log.exception("tooliscode: could not start a pooled guest")
+                    if not self._closed:  # (closing stops the guest it was booting)
+                        log.exception("tooliscode: could not start a pooled guest")
                     shutil.rmtree(workdir, ignore_errors=True)
                     return
                 with self._lock:
@@ -94,10 +112,13 @@ class WarmPool:
         with self._lock:
             self._closed = True
             workers, self._ready = self._ready, []
+            if self._booting is not None:
+                workers.append(self._booting)
+                self._booting = None
         for worker in workers:
             _discard(worker)
 
 
 def _discard(worker: Worker) -> None:
-    worker.shutdown()
-    shutil.rmtree(worker.workdir, ignore_errors=True)
+    worker.shutdown(functools.partial(shutil.rmtree, worker.workdir, ignore_errors=True),
+                    quick=True)

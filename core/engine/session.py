@@ -25,11 +25,13 @@ from .limits import Limits
 from .pool import WarmPool
 from .result import CellResult
 from .toolcalls import CellCalls
-from .worker import Command, NotStarted, Worker
+from .worker import Command, NotStarted, Requests, Worker, join_all
 
 __all__ = ["Session"]
 
 _WATCHDOG_GRACE_S = 5.0
+_EXIT_WAIT_S = 3.0
+"""How long exit waits for closing guests to end and remove their folders."""
 _pools: dict[int, WarmPool] = {}
 _pools_lock = threading.Lock()
 _live: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -52,11 +54,15 @@ class _State:
     owns_workdir: bool
 
     def release(self) -> None:
+        """Returns at once: the guest's own thread removes our folder once the guest is gone
+        (nothing may write into it after that)."""
         worker, self.worker = self.worker, None
+        remove = functools.partial(shutil.rmtree, self.workdir, ignore_errors=True) \
+            if self.owns_workdir else None
         if worker is not None:
-            worker.shutdown()
-        if self.owns_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            worker.shutdown(remove, quick=self.owns_workdir)
+        elif remove is not None:
+            remove()
 
 
 class Session:
@@ -77,6 +83,8 @@ class Session:
         self._lost: tuple[str, ...] | None = None
         self._setup: dict[str, Any] | None = None
         self._closed = False
+        self._notices: list[str] = []
+        """Told with the next cell's result (a restore, say)."""
         if workdir is None:
             worker = _pool(self.runtime).acquire(self.limits)
             self._state = _State(None, worker.workdir, True)
@@ -95,6 +103,10 @@ class Session:
     def workdir(self) -> Path:
         """The session folder on the host."""
         return self._state.workdir
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -116,6 +128,45 @@ class Session:
             return await self._arun(code, asyncio.get_running_loop())
         finally:
             self._turn.release()
+
+    def snapshot(self, *, key: bytes | str | None = None) -> bytes:
+        """The session's whole state as bytes (variables, what the cells defined, imports,
+        the folder's files), for `Session.restore` in any process. Waits for a running cell.
+
+        Signed with `key` (or `TOOLISCODE_SNAPSHOT_KEY`) when given."""
+        from ..durable.state import capture
+
+        self._check_open()
+        with self._turn:
+            worker = self._ensure_worker()
+            return capture(self, worker.call, key)
+
+    @classmethod
+    def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
+                limits: Limits | None = None, workdir: str | Path | None = None,
+                runtime: Runtime | str | None = None, key: bytes | str | None = None,
+                announce: bool = True) -> Session:
+        """A live session with the state `blob` holds; the tools are given again (they are
+        host objects, not state). A damaged, foreign or tampered snapshot raises
+        `SnapshotError` before anything of it runs. The next result tells the model what
+        could not come along (and, with `announce`, that the session was restored)."""
+        from ..durable.envelope import unpack
+        from ..durable.state import fingerprint, restore_into, restore_notice
+
+        runtime = resolve_runtime(runtime)
+        unpack(blob, runtime=fingerprint(runtime), key=key)  # checked before a guest starts
+        session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
+        try:
+            with session._turn:
+                worker = session._ensure_worker()
+                missing, session._names = restore_into(session, blob, worker.call, key)
+                notice = restore_notice(missing, announce)
+                if notice:
+                    session._notices.append(notice)
+        except BaseException:
+            session.close()
+            raise
+        return session
 
     def reset(self) -> None:
         """Forget every variable, function and import; tools and files stay."""
@@ -141,13 +192,20 @@ class Session:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
-    def close(self) -> None:
-        """Stop the guest and free its thread, memory and (if ours) folder."""
-        if self._closed:
-            return
-        self._closed = True
-        _live.discard(self)
-        self._finalizer()
+    def close(self, wait: bool = False) -> None:
+        """Stop the guest and free its thread, memory and (if ours) folder.
+
+        Returns at once: the guest ends on its own thread, which then removes the folder
+        (exit waits for that). `wait=True` returns only once the guest is gone."""
+        if not self._closed:
+            self._closed = True
+            _live.discard(self)
+            worker = self._state.worker
+            self._finalizer()
+        else:
+            worker = None
+        if wait and worker is not None:
+            worker.join(_EXIT_WAIT_S)
 
     def __enter__(self) -> Session:
         return self
@@ -159,7 +217,7 @@ class Session:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await asyncio.to_thread(self.close)
+        self.close()
 
     # -- internals ----------------------------------------------------------------------
 
@@ -192,6 +250,8 @@ class Session:
             raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
 
     def _ensure_worker(self) -> Worker:
+        if self._closed:  # closed while a cell ran: no new guest in a folder that is gone
+            raise SessionClosed("this session was closed")
         worker = self._state.worker
         if worker is None or not worker.alive:
             if worker is not None:
@@ -202,7 +262,7 @@ class Session:
         assert worker is not None
         return worker
 
-    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command:
+    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command[Cell]:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         timeout = self.limits.timeout_s
@@ -210,7 +270,10 @@ class Session:
                           None if timeout is None else time.monotonic() + timeout)
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
-        return Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command.notices.extend(self._notices)
+        self._notices.clear()
+        return command
 
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s
@@ -229,6 +292,8 @@ class Session:
                 continue
             except GuestTrap as trap:
                 return self._trapped(command, trap)
+            finally:
+                command.context.calls.close()
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 
@@ -265,6 +330,7 @@ class Session:
             except GuestTrap as trap:
                 return await asyncio.to_thread(self._trapped, command, trap)
             finally:
+                command.context.calls.close()
                 if timer is not None:
                     timer.cancel()
             return self._finish(command, outcome)
@@ -296,14 +362,13 @@ class Session:
 
 
 def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
-           command: Command | None) -> dict[str, Any]:
+           cell: Requests | None) -> dict[str, Any]:
     """The guest's requests other than commands: tool calls (for the running cell) and search."""
     if op == "search":
         found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
         return {"ok": True, "value": [search_entry(t) for t in found]}
-    cell = command.context if command is not None else None
-    if isinstance(cell, Cell):
-        return cell.calls.handle(op, msg)
+    if cell is not None:
+        return cell.handle(op, msg)
     return {"ok": False, "kind": "protocol", "error": "no cell is running"}
 
 
@@ -320,4 +385,5 @@ def _shutdown_all() -> None:
         _pools.clear()
     for pool in pools:
         pool.close()
+    join_all(_EXIT_WAIT_S)
     close_default_runtime()

@@ -19,11 +19,14 @@ from ..guest.convert import to_json_value
 from ..tools.registry import ToolRegistry
 from ..tools.schema import describe_validation_error
 from ..tools.tool import Tool
+from .handoff import LoopHandoff
 from .limits import Limits
 from .result import ToolCallRecord
 
 __all__ = ["CellCalls", "background_loop", "tool_executor"]
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""What tools return most; never awaitable, so `inspect.isawaitable` need not be asked."""
 _executor: cf.ThreadPoolExecutor | None = None
 _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
@@ -75,14 +78,23 @@ class CellCalls:
     loop: asyncio.AbstractEventLoop | None
     """The loop async tools run on: the caller's under `arun`, else `background_loop()`."""
     deadline: float | None
-    records: list[ToolCallRecord] = field(default_factory=list)
+    _made: list[tuple[str, dict[str, Any], float, bool, str | None]] = field(
+        default_factory=list)
+    """The calls made, as `ToolCallRecord` fields: a tuple costs less to make per call than
+    the frozen record, which is built once, when the cell's result is."""
     _count: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _started: dict[int, _Started] = field(default_factory=dict)
     _blocking: cf.Future | None = None
+    _loop_calls: LoopHandoff | None = None
     cancelled: bool = False
     on_call: Callable[[], None] | None = None
     """Run before the cell's first tool call (tools may change the session folder)."""
+
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        """The cell's tool calls so far, in the order they ended."""
+        return [ToolCallRecord(*made) for made in self._made]
 
     # -- entry point (guest thread) -----------------------------------------------------
 
@@ -136,8 +148,8 @@ class CellCalls:
 
     def _record(self, tool: Tool, arguments: dict[str, Any], started: float,
                 error: str | None) -> None:
-        self.records.append(ToolCallRecord(tool.name, arguments, time.monotonic() - started,
-                                           error is None, error))
+        self._made.append((tool.name, arguments, time.monotonic() - started, error is None,
+                           error))
 
     def _outcome(self, tool: Tool, arguments: dict[str, Any], started: float,
                  fn: Any) -> dict[str, Any]:
@@ -160,28 +172,38 @@ class CellCalls:
 
     def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
         admitted = self._admit(msg)
-        if isinstance(admitted, dict):
+        if type(admitted) is dict:
             return admitted
         tool, arguments = admitted
         started = time.monotonic()
-        if tool.is_async or tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
-            timeout = self._timeout(tool)
-            future = self._blocking = self._submit(tool, arguments, timeout)
-            try:
-                return self._outcome(tool, arguments, started, lambda: future.result(timeout))
-            finally:
-                self._blocking = None
-        # A sync tool with no timeout of its own runs right here, on the session's thread:
-        # the common case, kept free of closures and futures.
         try:
-            value = tool.invoke(arguments)
-            if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
-                value = _resolve(value, self.loop)
+            if tool.is_async:
+                value = self._handoff().call(tool.ainvoke, arguments, self._timeout(tool))
+            elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
+                timeout = self._timeout(tool)
+                future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
+                                                                 self.loop)
+                try:
+                    value = future.result(timeout)
+                finally:
+                    self._blocking = None
+            else:
+                # A sync tool with no timeout of its own runs right here, on the guest's
+                # thread: the common case, kept free of closures and futures.
+                value = tool.invoke(arguments)
+                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    value = _resolve(value, self.loop)  # a sync-looking callable's coroutine
+            value = to_json_value(value)
         except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
             return self._failed(tool, arguments, started, exc)
-        self.records.append(ToolCallRecord(tool.name, arguments, time.monotonic() - started,
-                                           True, None))
-        return {"ok": True, "value": to_json_value(value)}
+        self._made.append((tool.name, arguments, time.monotonic() - started, True, None))
+        return {"ok": True, "value": value}
+
+    def _handoff(self) -> LoopHandoff:
+        handoff = self._loop_calls
+        if handoff is None:
+            handoff = self._loop_calls = LoopHandoff(self.loop or background_loop())
+        return handoff
 
     def _start(self, msg: dict[str, Any]) -> dict[str, Any]:
         admitted = self._admit(msg)
@@ -222,12 +244,19 @@ class CellCalls:
                 done.append({"id": cid, **self._outcome(s.tool, s.arguments, s.started, fn)})
         return {"done": done}
 
+    def close(self) -> None:
+        """The cell has ended: its task on the loop (if any) ends too."""
+        if self._loop_calls is not None:
+            self._loop_calls.close()
+
     def cancel_all(self) -> None:
         """From any thread: fail the calls still running; used when a cell is cancelled."""
         self.cancelled = True
         blocking = self._blocking
         if blocking is not None:
             blocking.cancel()
+        if self._loop_calls is not None:
+            self._loop_calls.cancel()
         for started in list(self._started.values()):
             started.future.cancel()
 

@@ -18,14 +18,10 @@ if TYPE_CHECKING:
 
 from . import channel
 
-__all__ = ["HostLoop", "install", "pending", "start_call"]
+__all__ = ["HostLoop", "install", "start_call"]
 
 _pending: dict[int, asyncio.Future] = {}
-
-
-def pending() -> dict[int, asyncio.Future]:
-    """Futures of host calls started and not yet answered, by call id."""
-    return _pending
+"""Futures of host calls started and not yet answered, by call id."""
 
 
 class _HostSelector:

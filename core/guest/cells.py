@@ -191,6 +191,7 @@ class CellRunner:
     def __init__(self) -> None:
         self.ns: dict[str, Any] = {}
         self.baseline: set[str] = set()
+        self.helpers: dict[str, Any] = {}
         self.count = 0
         self._loop: Any = None
         self._names: list[str] = []
@@ -203,6 +204,7 @@ class CellRunner:
         self.ns.clear()
         self.ns.update({"__name__": "__main__", "__builtins__": builtins})
         self.ns.update(helpers)
+        self.helpers = helpers
         self.baseline = set(self.ns)
         self._names = []
         self._output_chars = limits.get("output_chars")

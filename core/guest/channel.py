@@ -74,3 +74,9 @@ def request_encoded(frame: bytes) -> Any:
         return marshal.loads(raw)
     except (EOFError, ValueError, TypeError) as exc:
         raise ChannelError(f"the host sent an unreadable answer: {exc}") from None
+
+
+def round_trip() -> Any:
+    """One empty request the host answers without dispatching it: the bare cost of crossing
+    into the host and back, which the benchmarks set tool calls against."""
+    return request_encoded(b'{"op":"empty"}')

@@ -56,6 +56,21 @@ class Guest:
         return {**found, "ToolError": ToolError, "search_tools": search_tools,
                 "final_answer": final_answer, "help": make_help(self.tools)}
 
+    def persist(self, op: str, path: str) -> dict[str, Any]:
+        """Save the variables into `path` (a file in the session folder), or load them."""
+        from . import persist
+
+        ns, helpers = self.runner.ns, self.runner.helpers
+        if op == "snapshot":
+            names = sorted(k for k in ns.keys() - self.runner.baseline if not k.startswith("__"))
+            data, dropped = persist.dump(ns, names, helpers)
+            with open(path, "wb") as f:
+                f.write(data)
+            return {"ok": True, "dropped": dropped}
+        with open(path, "rb") as f:
+            failed = persist.load(f.read(), ns, helpers)
+        return {"ok": True, "failed": failed, "names": self.runner.user_names()}
+
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "cell":
@@ -71,6 +86,8 @@ class Guest:
                 exec(compile(sdk, "<tooliscode>/sdk.py", "exec"), self.runner.ns)
                 self.runner.baseline = set(self.runner.ns)
             return {"ok": True}
+        if op in ("snapshot", "restore"):
+            return self.persist(op, str(msg.get("path", "")))
         if op == "reset":
             return self.handle({**self.setup_msg, "op": "setup"})
         if op == "warm":

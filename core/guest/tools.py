@@ -134,16 +134,25 @@ class ToolFunction:
         self._omit_none: tuple[str, ...] = tuple(spec.get("omit_none") or ())
         self._schema: dict[str, Any] | None = spec.get("schema")
         self._check: Any = None
+        self._accept: Any = None
+        self._fast: Any = None
         self._names = {key: name for name, key in self._keys.items()}
         self._shown: str = spec.get("shown") or self.__name__
         """How the model writes it (`ns.tool`), for error messages."""
         self.signature: str = spec.get("signature") or f"{self._shown}(...)"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        fast = self._fast
+        if fast is not None:  # all by position or all by keyword, plain values of the right type
+            arguments = kwargs if not args else (
+                dict(zip(self._params, args)) if not kwargs and len(args) == len(self._params)
+                else None)
+            if arguments is not None and fast(arguments) and self._required <= arguments.keys():
+                return arguments
         if len(args) > len(self._params):
             raise self._bad(f"takes {len(self._params)} positional argument(s) but "
                             f"{len(args)} were given")
-        arguments = dict(zip(self._params, args))
+        arguments = dict(zip(self._params, args)) if args else {}
         for key, value in kwargs.items():
             if key in arguments:
                 raise self._bad(f"got multiple values for argument '{key}'")
@@ -153,8 +162,8 @@ class ToolFunction:
                 raise self._bad(f"got an unexpected keyword argument "
                                 f"'{key}'{did_you_mean(key, self._params)}")
             arguments[key] = value
-        missing = [p for p in self._params if p in self._required and p not in arguments]
-        if missing:
+        if not self._required <= arguments.keys():  # one set test: this runs on every call
+            missing = [p for p in self._params if p in self._required and p not in arguments]
             raise self._bad("missing required argument(s): " + ", ".join(map(repr, missing)))
         for name in self._omit_none:
             if name in arguments and arguments[name] is None:
@@ -163,12 +172,18 @@ class ToolFunction:
             arguments = {self._keys.get(k, k): v for k, v in arguments.items()}
         if self._schema is not None:
             if self._check is None:  # compiled at the first call: most tools are never called
-                from .validate import checker
+                from .validate import checker, quick_accept
 
                 self._check = checker(self._schema)
-            found = self._check(arguments, self._names)
-            if found:
-                raise self._bad(found)
+                self._accept = quick_accept(self._schema)
+                properties = self._schema.get("properties")
+                if self._accept is not None and not self._keys and isinstance(properties, dict) \
+                        and set(properties) == set(self._params):
+                    self._fast = self._accept  # what it accepts needs none of the steps above
+            if self._accept is None or not self._accept(arguments):
+                found = self._check(arguments, self._names)
+                if found:
+                    raise self._bad(found)
         return arguments
 
     def _bad(self, message: str) -> ToolArgumentError:
@@ -179,7 +194,10 @@ class ToolFunction:
         arguments = self._bind(args, kwargs)
         loop = _running_loop()
         if loop is None or _used_as_value(sys._getframe(1)):
-            return call_tool(self._wire, arguments, self._prefix)
+            reply = channel.request_encoded(channel.encode_call(self._prefix, arguments))
+            if reply.get("ok"):
+                return reply.get("value")
+            raise tool_error(reply)
         return _start_pending(loop, self._shown, self._wire, arguments)
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     Check = Callable[[Any], None]
     """Raises `_Invalid`, with a path relative to the value it was given."""
 
-__all__ = ["checker", "did_you_mean", "problem"]
+__all__ = ["checker", "did_you_mean", "problem", "quick_accept", "resolve"]
 
 _PY_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
              "array": "list", "object": "dict", "null": "None"}
@@ -46,6 +46,27 @@ class _Invalid(Exception):
     def at(self, step: Any) -> _Invalid:
         self.path = (step, *self.path)
         return self
+
+
+def resolve(root: Any, ref: str) -> Any:
+    """The schema a local `$ref` points at (a JSON pointer into `root`), or None for a
+    remote or dangling reference. Shared with the host's stub writer."""
+    if not ref.startswith("#"):
+        return None
+    node = root
+    for part in ref[1:].split("/"):
+        if not part:
+            continue
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            if not (part.isdigit() and int(part) < len(node)):
+                return None
+            node = node[int(part)]
+        elif hasattr(node, "keys") and part in node:  # a dict; on the host, any mapping
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 def did_you_mean(word: str, options: Any) -> str:
@@ -77,6 +98,42 @@ def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], st
         return None
 
     return problem_of
+
+
+_NOTES = frozenset(("title", "description", "default", "examples", "$schema"))
+_SCALAR_TYPES = {"string": (str,), "integer": (int,), "number": (int, float),
+                 "boolean": (bool,), "null": (type(None),)}
+
+
+def quick_accept(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
+    """For an object schema whose properties constrain nothing but a scalar type (most
+    tools' schemas): a test that accepts, with one type lookup per argument, arguments the
+    full check would accept. It says False when unsure, and the full check then decides.
+    None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        return None
+    if any(k not in _NOTES and k not in ("type", "properties", "required",
+                                         "additionalProperties") for k in schema):
+        return None
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    if schema.get("additionalProperties", True) not in (True, False) \
+            or not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    types = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict) or any(k != "type" and k not in _NOTES for k in sub) \
+                or not isinstance(sub.get("type"), str) or sub["type"] not in _SCALAR_TYPES:
+            return None
+        types[key] = _SCALAR_TYPES[sub["type"]]
+    needed = frozenset(required)
+
+    def accept(arguments: dict[str, Any]) -> bool:
+        for key, value in arguments.items():
+            if type(value) not in types.get(key, ()):
+                return False
+        return needed <= arguments.keys()
+
+    return accept
 
 
 def problem(schema: Any, arguments: dict[str, Any],
@@ -231,7 +288,9 @@ class _Compiler:
         known = self.refs.get(ref)
         if known is not None:
             return known
-        target = self._resolve(ref)
+        # Remote and dangling references resolve to None, which allows every value: not
+        # fetched, and a dangling one is the schema's fault, not the model's.
+        target = resolve(self.root, ref)
         holder: list[Check | None] = [None]
 
         def follow(value: Any) -> None:  # compiled after it is named: references may recurse
@@ -241,22 +300,6 @@ class _Compiler:
         self.refs[ref] = follow
         holder[0] = self.compile(target)
         return follow
-
-    def _resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            return True  # a remote reference: not fetched, not judged
-        node = self.root
-        for part in ref[1:].split("/"):
-            if not part:
-                continue
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return True  # a dangling reference is the schema's fault, not the model's
-        return node
 
     def _values(self, schema: dict[str, Any]) -> Check | None:
         options = schema.get("enum")

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TextIO, TypeVar
 from urllib.parse import urlsplit
 
+from ..closing import Starting
 from ..engine.toolcalls import background_loop
 from ..errors import ToolError
 from ..tools.tool import Tool, python_name
@@ -32,7 +33,7 @@ _T = TypeVar("_T")
 _LIST_PAGES = 100
 
 
-class MCPServer:
+class MCPServer(Starting):
     """One MCP server whose tools the sandbox calls as `namespace.tool(...)`.
 
     Build one with `MCPServer.stdio(...)` or `MCPServer.http(...)`, start it (`with server:`,
@@ -125,18 +126,6 @@ class MCPServer:
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
-
-    def __enter__(self) -> MCPServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> MCPServer:
-        return await self.astart()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # -- what the session uses -----------------------------------------------------------
 

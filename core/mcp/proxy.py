@@ -19,8 +19,6 @@ open a session; a client pinned to 2026-07-28 gets a fresh interpreter per call,
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
 import logging
 import os
 import sys
@@ -31,13 +29,18 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ..codetool import CodeTool
+from ..durable.keeper import Keeper
+from ..durable.store import SessionStore
 from ..engine.limits import Limits
 from ..engine.result import CellImage
 from ..errors import ToolIsCodeError
-from ..openai.toolset import ToolIsCode
 from ..prompt.codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
 from ..prompt.images import base64_data
+from ..prompt.render import noted
+from ..runtime import Runtime, python_note
 from ..serve.apikey import require_key
+from ..tools.registry import ToolRegistry
 from ..tools.stubs import ToolStub
 from .client import MCPServer
 
@@ -61,8 +64,8 @@ _SEARCH_DESCRIPTION = (
     "descriptions. Returns each match as a Python stub (signature, types and docs), best first. "
     f"Use it when the catalog in `{CODE_TOOL_NAME}`'s description does not show the tool you "
     "need in full.")
-_STATELESS_NOTE = ("[note] this connection has no MCP session (protocol 2026-07-28), so this "
-                   "call ran in a fresh Python session: nothing is kept for the next call.")
+_STATELESS_NOTE = ("this connection has no MCP session (protocol 2026-07-28), so this call "
+                   "ran in a fresh Python session: nothing is kept for the next call.")
 _SERVER_NOTE_CHARS = 1_500
 _STATE_KEY = "tooliscode.session"
 _LINE_LIMIT = 256 * 1024 * 1024
@@ -99,19 +102,24 @@ class CodeModeProxy:
 
     def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
                  idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                 name: str = "tooliscode", api_key: str | None = None):
+                 name: str = "tooliscode", api_key: str | None = None,
+                 runtime: Runtime | str | None = None,
+                 store: SessionStore | Keeper | None = None):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
         self.name = name
         self.limits = limits or Limits()
+        self.runtime = runtime
+        self.store = store
+        """Keeps each client session's interpreter in a store (HTTP: any worker resumes it)."""
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
         self.api_key = api_key
         """Over HTTP, clients must send it (`Authorization: Bearer <key>`); 401 otherwise."""
-        self._toolset: ToolIsCode | None = None
+        self._toolset: CodeTool | None = None
+        self._registry = ToolRegistry()
         self._instructions = ""
-        self._calls = itertools.count(1)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -130,11 +138,14 @@ class CodeModeProxy:
             await self._close_servers()
             raise UpstreamError(failures)
         tools = [tool for server in self.servers.values() for tool in server.tools()]
-        self._toolset = ToolIsCode(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
-                                   max_sessions=self.max_sessions)
+        self._registry = ToolRegistry(tools)
+        self._toolset = CodeTool(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
+                                 max_sessions=self.max_sessions, runtime=self.runtime,
+                                 store=self.store)
         notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
                  for s in self.servers.values() if s.instructions]
-        self._instructions = instructions(self._toolset.registry, CODE_TOOL_NAME, notes=notes)
+        self._instructions = instructions(self._registry, CODE_TOOL_NAME, notes=notes,
+                                          python=python_note(self.runtime))
 
     async def close(self) -> None:
         """Close every interpreter, then every upstream server."""
@@ -154,7 +165,7 @@ class CodeModeProxy:
         await self.close()
 
     @property
-    def toolset(self) -> ToolIsCode:
+    def toolset(self) -> CodeTool:
         """The code tool over the upstream tools (the proxy must be started)."""
         if self._toolset is None:
             raise RuntimeError("the proxy is not started: use `async with proxy:`")
@@ -180,7 +191,7 @@ class CodeModeProxy:
         try:
             async with self:
                 names = ", ".join(s.namespace for s in self.servers.values())
-                say(f"{len(self.toolset.registry)} tools from {names}")
+                say(f"{len(self._registry)} tools from {names}")
                 serving = asyncio.ensure_future(
                     self.serve_stdio() if transport == "stdio" else
                     self.serve_http(host, port, ready=lambda: say(f"serving {url}")))
@@ -285,16 +296,13 @@ class CodeModeProxy:
             return Reply(f"{CODE_TOOL_NAME} needs `code`: Python source as a string, for "
                          'example {"code": "print(1 + 1)"}', is_error=True)
         key, stateless = self._key(ctx)
-        item = {"type": "function_call", "call_id": f"mcp_{next(self._calls)}",
-                "name": CODE_TOOL_NAME, "arguments": json.dumps({"code": code})}
         try:
-            out = await self.toolset.atool_call(item, key=key)
+            out = await self.toolset.arun_code(code, key=key)
         finally:
             if stateless:
                 await asyncio.to_thread(self.toolset.drop, key)
-        failed = out.result is None or not out.result.ok
-        return Reply(f"{_STATELESS_NOTE}\n{out.text}" if stateless else out.text, failed,
-                     out.result.images if out.result is not None else ())
+        return Reply(noted(out.text, [_STATELESS_NOTE if stateless else None]), not out.ok,
+                     out.images)
 
     def search(self, arguments: Mapping[str, Any]) -> Reply:
         """`search_tools`: the stubs of the best matches, as text."""
@@ -302,7 +310,8 @@ class CodeModeProxy:
         if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
             return Reply('search_tools needs `query`, a string, and optionally `limit`, an '
                          'integer: {"query": "git log", "limit": 5}', is_error=True)
-        found = self.toolset.registry.search(query, max(1, min(limit, 50)))
+        self.toolset  # noqa: B018 - raises when not started
+        found = self._registry.search(query, max(1, min(limit, 50)))
         if not found:
             return Reply(f"No tool matched {query!r}; try other words (the description of "
                          f"{CODE_TOOL_NAME} lists the tools).")
@@ -321,7 +330,10 @@ class CodeModeProxy:
         if not session_id:
             return f"stateless-{uuid.uuid4().hex}", True
         key = ("mcp-session", session_id)
-        # The SDK's per-connection cleanup hook; mcp 2.3 reaches it only through the session.
+        # The connection's exit stack is the SDK's per-connection cleanup hook. mcp 2.3 has no
+        # public way to it from a low-level handler: `Context.connection` is public, but the
+        # runner hands handlers a `ServerRequestContext`, whose `ServerSession` keeps the
+        # connection private. Without it, the idle timeout still closes the interpreter.
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None and not connection.state.get(_STATE_KEY):
             connection.state[_STATE_KEY] = key

@@ -1,8 +1,8 @@
 """Giving declared tools something to run: the user's callback, and the hidden `llm_query`.
 
 Tools given as plain OpenAI dicts have no function of their own; `ToolIsCode` routes their
-calls to one `callback(req_id, func_name, args)`, as the original prototype did. Each
-conversation gets its own bound copies so a request id can name the model's call.
+calls to one `callback(req_id, func_name, args)`, as the original prototype did. The request
+id names the model's call: each cell runs with its own `CallIds` as the sandbox's context.
 """
 
 from __future__ import annotations
@@ -42,13 +42,9 @@ def is_async_callable(fn: Any) -> bool:
 
 
 class CallIds:
-    """Request ids for one conversation: the model's call id and a counter within that call."""
+    """Request ids for one cell: the model's call id and a counter within that call."""
 
-    def __init__(self) -> None:
-        self.call_id = ""
-        self._count = itertools.count(1)
-
-    def start(self, call_id: str) -> None:
+    def __init__(self, call_id: str = "") -> None:
         self.call_id = call_id or "call"
         self._count = itertools.count(1)
 
@@ -66,16 +62,16 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-def bind_callback(tool: Tool, callback: Callback, ids: CallIds) -> Tool:
-    """A copy of declared `tool` whose calls go to `callback`."""
+def bind_callback(tool: Tool, callback: Callback, request_id: Callable[[], str]) -> Tool:
+    """A copy of declared `tool` whose calls go to `callback`, each with a new `request_id()`."""
     name = tool.name
     if is_async_callable(callback):
         async def run_async(**arguments: Any) -> Any:
-            return _decoded(await callback(ids.next(), name, arguments))
+            return _decoded(await callback(request_id(), name, arguments))
         return dataclasses.replace(tool, function=run_async)
 
     def run(**arguments: Any) -> Any:
-        result = callback(ids.next(), name, arguments)
+        result = callback(request_id(), name, arguments)
         if inspect.isawaitable(result):
             async def finish() -> Any:
                 return _decoded(await result)

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from typing_extensions import Self
-
+from ..closing import Starting
 from ..prompt.codetool import CODE_TOOL_NAME
 from .toolcall import Api
 
@@ -91,7 +90,7 @@ Script = Sequence[Reply] | Callable[[ScriptedRequest], Reply]
 
 
 @dataclass
-class ScriptedServer:
+class ScriptedServer(Starting):
     """The server; `requests` holds every request body received, in order."""
 
     script: Script
@@ -121,12 +120,6 @@ class ScriptedServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def next_reply(self, api: Api, body: dict[str, Any],
                    headers: dict[str, str] | None = None) -> Reply | None:

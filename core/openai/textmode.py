@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from typing_extensions import Self
-
+from ..closing import Closing
+from ..codetool import Reply
 from ..engine.result import CellResult
 from ..prompt.codetool import LLM_QUERY_NOTE, with_catalog
 from .callback import Callback
-from .toolset import ToolIsCode, ToolOutput
+from .toolset import ToolIsCode
 
 __all__ = ["ParsedReply", "TextMode", "TextTurn", "extract_code", "parse_reply", "strip_think"]
 
@@ -172,7 +171,7 @@ class TextTurn:
     """What one reply of the model led to."""
 
     parsed: ParsedReply
-    outputs: list[ToolOutput] = field(default_factory=list)
+    outputs: list[Reply] = field(default_factory=list)
     """One per block that ran; `.result` holds its `CellResult`, `.text` what the model reads."""
     message: str | None = None
     """What to send the model as the next user message; `None` when the turn is over."""
@@ -199,7 +198,7 @@ class TextTurn:
         return self.parsed.prose
 
 
-class TextMode:
+class TextMode(Closing):
     """Code mode over plain text, for custom loops with models that cannot call tools.
 
     Put `instructions` in the system prompt; hand each reply to `step` (or `astep`), which
@@ -227,28 +226,22 @@ class TextMode:
                                               self.toolset.registry, self._catalog_chars)
         return self._instructions
 
-    def _item(self, code: str) -> dict[str, Any]:
-        return {"id": f"text_{next(self._ids)}", "type": "function",
-                "function": {"name": self.toolset.name, "arguments": json.dumps({"code": code})}}
+    def _call_id(self) -> str:
+        return f"text_{next(self._ids)}"
 
     def step(self, reply: str, *, key: Hashable = None) -> TextTurn:
         """Run the code blocks in `reply` (stopping at the first that fails)."""
         turn = TextTurn(parse_reply(reply))
-        for cell in turn.parsed.cells:
-            out = self.toolset.tool_call(self._item(cell), key=key)
-            turn.outputs.append(out)
-            if _stops(out):
-                break
+        for cell in _to_run(turn):
+            turn.outputs.append(self.toolset.run_code(cell, key=key, call_id=self._call_id()))
         return _finish(turn)
 
     async def astep(self, reply: str, *, key: Hashable = None) -> TextTurn:
         """`step` for async code: async tools and callbacks run on the running loop."""
         turn = TextTurn(parse_reply(reply))
-        for cell in turn.parsed.cells:
-            out = await self.toolset.atool_call(self._item(cell), key=key)
-            turn.outputs.append(out)
-            if _stops(out):
-                break
+        for cell in _to_run(turn):
+            turn.outputs.append(await self.toolset.arun_code(cell, key=key,
+                                                             call_id=self._call_id()))
         return _finish(turn)
 
     def close(self) -> None:
@@ -256,15 +249,14 @@ class TextMode:
         if self._owns:
             self.toolset.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _stops(out: ToolOutput) -> bool:
-    return out.has_final or out.result is None or not out.result.ok
+def _to_run(turn: TextTurn) -> Iterator[str]:
+    """The turn's blocks in order, until one (its output appended) fails or gives the final
+    answer."""
+    for cell in turn.parsed.cells:
+        if turn.outputs and (turn.outputs[-1].has_final or not turn.outputs[-1].ok):
+            return
+        yield cell
 
 
 def _finish(turn: TextTurn) -> TextTurn:

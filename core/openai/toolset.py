@@ -10,32 +10,28 @@ The model sees one tool, `run_python`; its code calls the real tools, which run 
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import logging
-import threading
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from typing_extensions import Self
-
-from ..engine.keyed import KeyedSessions
+from ..closing import Closing
+from ..codetool import CodeTool, Reply, Sandbox, Toolbox
+from ..codetool.reply import Outcome
+from ..durable.keeper import Keeper
+from ..durable.store import SessionStore
 from ..engine.limits import Limits
 from ..engine.result import CellResult
 from ..engine.session import Session
-from ..errors import SessionClosed
 from ..prompt.codetool import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     LLM_QUERY_NOTE,
     code_tool_description,
     instructions,
-    render,
 )
 from ..prompt.images import responses_output
-from ..runtime import Runtime
+from ..runtime import Runtime, python_note
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool, as_tool
 from .callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
@@ -43,10 +39,8 @@ from .toolcall import Api, CodeCall, parse_call
 
 __all__ = ["ToolIsCode", "ToolOutput"]
 
-log = logging.getLogger("tooliscode")
 
-
-class ToolOutput(dict):
+class ToolOutput(dict, Outcome):
     """The item to send back to the model (to the API it is a plain dict), plus what ran.
 
     `has_final` says the code called `final_answer(value)`: `final` is then the answer and
@@ -58,14 +52,6 @@ class ToolOutput(dict):
         self.result = result
 
     @property
-    def has_final(self) -> bool:
-        return self.result is not None and self.result.has_final
-
-    @property
-    def final(self) -> Any:
-        return self.result.final if self.result is not None else None
-
-    @property
     def text(self) -> str:
         """What the model reads (besides any images)."""
         output = self.get("output", self.get("content", ""))
@@ -74,16 +60,13 @@ class ToolOutput(dict):
         return str(output)
 
 
-@dataclass
-class _Conversation:
-    """One key's session, the request ids its callback tools use, and its turn lock."""
-
-    session: Session
-    ids: CallIds
-    lock: threading.Lock
-
-    def close(self) -> None:
-        self.session.close()
+def _output(call: CodeCall, reply: Reply) -> ToolOutput:
+    """The output item of a run: on Responses, the text and each figure as an `input_image`
+    (Chat Completions tool messages carry text only; the text lists the files)."""
+    item = call.output(reply.text)
+    if reply.images and call.api == "responses":
+        item["output"] = responses_output(reply.text, reply.images)
+    return ToolOutput(item, reply.result)
 
 
 def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
@@ -98,7 +81,7 @@ def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
     return function_tools, passthrough
 
 
-class ToolIsCode:
+class ToolIsCode(Closing):
     """An agent's tools as one code tool, with a stateful sandbox per conversation.
 
     `tools` may be callables, `Tool`s, or OpenAI tool dicts (either API's shape). Function
@@ -117,15 +100,12 @@ class ToolIsCode:
                  limits: Limits | None = None, runtime: Runtime | str | None = None,
                  workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
                  max_sessions: int | None = None, catalog_chars: int = 6_000,
-                 describe_names: bool = True):
+                 describe_names: bool = True, store: SessionStore | Keeper | None = None):
         if api not in ("responses", "chat"):
             raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
         self.api: Api = api
         self.name = name
         self.limits = limits or Limits()
-        self.runtime = runtime
-        self.workdir = Path(workdir) if workdir is not None else None
-        self.describe_names = describe_names
         self._callback = callback
         self._llm = llm
         self._tools, self._passthrough = _split(tools)
@@ -141,8 +121,11 @@ class ToolIsCode:
             t.python_name for t in self._tools)
         self._catalog_chars = catalog_chars
         self._instructions: str | None = None
-        self._sessions: KeyedSessions[_Conversation] = KeyedSessions(
-            self._open, idle_s=idle_timeout_s, max_sessions=max_sessions)
+        self.code = CodeTool(Toolbox(self._bind), limits=self.limits, runtime=runtime,
+                             workdir=workdir, describe_names=describe_names,
+                             idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
+                             store=store)
+        """The conversations' sandboxes: what runs the code."""
 
     # -- what the model is given --------------------------------------------------------------
 
@@ -170,8 +153,16 @@ class ToolIsCode:
         if self._instructions is None:
             notes = [LLM_QUERY_NOTE] if self._llm is not None else []
             self._instructions = instructions(self.registry, self.name, self._catalog_chars,
-                                              notes=notes)
+                                              notes=notes, python=python_note(self.runtime))
         return self._instructions
+
+    @property
+    def runtime(self) -> Runtime | None:
+        return self.code.runtime
+
+    @property
+    def workdir(self) -> Path | None:
+        return self.code.workdir
 
     # -- running calls ------------------------------------------------------------------------
 
@@ -185,115 +176,58 @@ class ToolIsCode:
         call = parse_call(item, self.name, self._inner)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
-        conversation, notice = self._sessions.acquire(key)
-        try:
-            with conversation.lock:
-                conversation.ids.start(call.call_id)
-                result = conversation.session.run(call.code)
-        except SessionClosed:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the caller's loop must go on
-            return self._failed(call, exc)
-        finally:
-            self._sessions.release(key)
-        return self._answer(call, result, notice, None if self.describe_names else {})
+        reply = self.run_code(call.code, key=key, call_id=call.call_id)
+        return _output(call, reply)
 
     async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
         """`tool_call` for async code: async tools and callbacks run on the running loop."""
         call = parse_call(item, self.name, self._inner)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
-        conversation, notice = await asyncio.to_thread(self._sessions.acquire, key)
-        lock = conversation.lock
-        try:
-            if not lock.acquire(blocking=False):
-                await asyncio.to_thread(lock.acquire)
-            try:
-                conversation.ids.start(call.call_id)
-                result = await conversation.session.arun(call.code)
-            finally:
-                lock.release()
-        except SessionClosed:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            return self._failed(call, exc)
-        finally:
-            self._sessions.release(key)
-        return self._answer(call, result, notice, None if self.describe_names else {})
+        reply = await self.arun_code(call.code, key=key, call_id=call.call_id)
+        return _output(call, reply)
 
-    @staticmethod
-    def _answer(call: CodeCall, result: CellResult, notice: str | None,
-                reprs: dict[str, str] | None) -> ToolOutput:
-        text = render(result, reprs)
-        if notice:
-            text = f"[note] {notice}\n{text}"
-        item = call.output(text)
-        if result.images and call.api == "responses":  # Chat tool messages carry text only
-            item["output"] = responses_output(text, result.images)
-        return ToolOutput(item, result)
+    def run_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+        """Run `code` in conversation `key`'s session, without an API's call shape;
+        `callback` tools get request ids made from `call_id`."""
+        return self.code.run_code(code, key=key, context=CallIds(call_id))
 
-    @staticmethod
-    def _failed(call: CodeCall, exc: Exception) -> ToolOutput:
-        log.exception("tooliscode: the sandbox failed to run a cell")
-        return ToolOutput(call.output(f"[error] the sandbox could not run the code: "
-                                      f"{type(exc).__name__}: {exc}"))
+    async def arun_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+        """`run_code` for async code."""
+        return await self.code.arun_code(code, key=key, context=CallIds(call_id))
 
     # -- sessions -----------------------------------------------------------------------------
 
-    def _open(self, key: Hashable) -> _Conversation:
-        ids = CallIds()
-        tools: list[Tool] = [bind_callback(t, self._callback, ids)
+    def _bind(self, sandbox: Sandbox) -> list[Tool]:
+        """The session's tools: callback tools ask the running cell's `CallIds` for ids."""
+        def request_id() -> str:
+            ids = sandbox.context
+            return ids.next() if isinstance(ids, CallIds) else "call"
+
+        tools: list[Tool] = [bind_callback(t, self._callback, request_id)
                              if t.function is None and self._callback is not None else t
                              for t in self._tools]
         if self._llm is not None:
             tools.append(llm_tool(self._llm))
-        workdir = self.workdir
-        if workdir is not None and key is not None:
-            workdir = workdir / _folder_name(key)
-        session = Session(ToolRegistry(tools), limits=self.limits, workdir=workdir,
-                          runtime=self.runtime)
-        return _Conversation(session, ids, threading.Lock())
+        return tools
 
     def session(self, key: Hashable = None) -> Session:
         """The live session for `key` (made now if there is none), e.g. to read its files."""
-        conversation, _ = self._sessions.acquire(key)
-        self._sessions.release(key)
-        return conversation.session
+        return self.code.session(key)
 
     @property
     def keys(self) -> list[Hashable]:
         """The conversation keys with a live session."""
-        return self._sessions.keys()
+        return self.code.keys
 
     def drop(self, key: Hashable = None) -> bool:
         """Close one conversation's session now; its next call starts a fresh one."""
-        return self._sessions.drop(key)
+        return self.code.drop(key)
 
     def evict_idle(self) -> list[Hashable]:
         """Close the keyed sessions idle too long now (it also happens on every call)."""
-        return self._sessions.evict_idle()
+        return self.code.evict_idle()
 
     def close(self) -> None:
         """Close every session."""
-        self._sessions.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.close)
-
-
-def _folder_name(key: Hashable) -> str:
-    import hashlib
-    import re
-
-    text = str(key)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
-    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+        self.code.close()

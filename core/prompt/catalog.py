@@ -7,6 +7,10 @@ It says as much as fits, richest first:
 3. for large sets, each group with its size and as many `name: summary` lines as a fair
    share of the budget allows, then how to find the rest (`search_tools`, `help`);
 4. when even that is too long (hundreds of groups), one line of names per group.
+
+In the one-line forms, tools of a group whose descriptions open alike ("This tool belongs to
+the X system.") are listed together under that opening, shown once, and each is summarised
+by what follows it: a summary is there to tell tools apart.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..tools.registry import ToolRegistry
-from ..tools.stubs import ToolStub, summary
+from ..tools.stubs import ToolStub
+from ..tools.summary import clip, openings, summary
 from ..tools.tool import Tool
 
 __all__ = ["catalog"]
@@ -25,8 +30,13 @@ _FIND_MORE = ("Listed {shown} of {total} tools. Find the others with search_tool
               "help(name) prints one in full.")
 _LINE_HELP = "help(name) prints a tool's types and full documentation."
 _SHORT_SUMMARY = 80
+_OPENING_CHARS = 240
+"""The longest a shared opening is shown; one line for a group, so it may be longer than a
+summary."""
+_SHORT_OPENING = 120
+_NEXT_OPEN = '# The next {n} tools\' descriptions all begin: "{text}"'
 _MIN_PREFIX_GROUP = 3
-_FIRST_WORD = re.compile(r"[A-Za-z0-9]+?(?=_|[A-Z]|$)")
+_FIRST_WORD = re.compile(r"[^\W_]+?(?=_|[A-Z]|$)")  # a word in any script
 
 
 @dataclass
@@ -34,6 +44,8 @@ class _Group:
     label: str
     namespace: str | None
     tools: list[Tool] = field(default_factory=list)
+    opening: str = ""
+    """What every description of the group begins with, shown once; summaries skip it."""
 
 
 def catalog(registry: ToolRegistry, budget_chars: int = 6_000) -> str:
@@ -46,7 +58,7 @@ def catalog(registry: ToolRegistry, budget_chars: int = 6_000) -> str:
         text = render(groups, budget_chars)
         if text is not None:
             return text
-    return _fair_share(_by_prefix(groups), len(tools), budget_chars)
+    return _fair_share(_by_prefix(_by_opening(groups)), len(tools), budget_chars)
 
 
 def _by_namespace(tools: list[Tool]) -> list[_Group]:
@@ -62,10 +74,10 @@ def _by_namespace(tools: list[Tool]) -> list[_Group]:
 
 def _by_prefix(groups: list[_Group]) -> list[_Group]:
     """Top-level tools split further by a shared first word (`github_...`), so a large flat
-    set still shows its structure."""
+    set still shows its structure. Tools that share an opening stay together."""
     out: list[_Group] = []
     for group in groups:
-        if group.namespace is not None:
+        if group.namespace is not None or group.opening:
             out.append(group)
             continue
         by_word: dict[str, list[Tool]] = {}
@@ -82,6 +94,22 @@ def _by_prefix(groups: list[_Group]) -> list[_Group]:
             rest.label = "tools" if len(rest.tools) == len(group.tools) else rest.label
             out.append(rest)
     return out
+
+
+def _by_opening(groups: list[_Group]) -> list[_Group]:
+    return [part for group in groups for part in _split(group)]
+
+
+def _split(group: _Group) -> list[_Group]:
+    """The group's tools that share an opening moved into a group of their own, after the
+    rest of it: a block that ends where the group does."""
+    shared = openings(group.tools)
+    if not shared:
+        return [group]
+    inside = {id(t) for o in shared for t in o.tools}
+    rest = [t for t in group.tools if id(t) not in inside]
+    parts = [_Group(group.label, group.namespace, rest)] if rest else []
+    return parts + [_Group(group.label, group.namespace, o.tools, o.text) for o in shared]
 
 
 def _heading(group: _Group) -> list[str]:
@@ -113,22 +141,35 @@ def _one_line_each(groups: list[_Group], budget: int) -> str | None:
     lines: list[str] = []
     used = len(_LINE_HELP)
     for group in groups:
-        lines_of_group = (f"- {ToolStub.of(t).brief()}: {summary(t)}" for t in group.tools)
-        for line in itertools.chain(_heading(group), lines_of_group):  # lazily: may stop early
-            used += len(line) + 1
-            if used > budget:
-                return None
-            lines.append(line)
+        head = _heading(group)  # once, above all its parts
+        for part in _split(group):  # a group at a time: the budget may run out early
+            if part.opening:
+                head.append(_NEXT_OPEN.format(n=len(part.tools),
+                                              text=clip(part.opening, _OPENING_CHARS)))
+            lines_of_part = (_brief_line(t, part.opening) for t in part.tools)
+            for line in itertools.chain(head, lines_of_part):  # lazily: may stop early
+                used += len(line) + 1
+                if used > budget:
+                    return None
+                lines.append(line)
+            head = []
     return "\n".join([*lines, _LINE_HELP])
+
+
+def _brief_line(tool: Tool, opening: str) -> str:
+    text = summary(tool, opening=opening)
+    return f"- {ToolStub.of(tool).brief()}" + (f": {text}" if text else "")
 
 
 def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
     """Every group named with its size; tool lines added one per group per round."""
     footer = _FIND_MORE.format(shown=total, total=total)
-    heads = [f"# {g.label} ({len(g.tools)} tools)" for g in groups]
+    heads = [f"# {g.label} ({len(g.tools)} tools)" + (
+        f'; each description begins: "{clip(g.opening, _SHORT_OPENING)}"' if g.opening else "")
+        for g in groups]
     tails = [f"  ... and {len(g.tools)} more" for g in groups]  # the longest a tail can be
     room = budget - len(footer) - sum(len(h) + len(t) + 2 for h, t in zip(heads, tails))
-    if room < sum(len(_line(g.tools[0])) + 1 for g in groups):  # not one line for each group
+    if room < sum(len(_line(g.tools[0], g.opening)) + 1 for g in groups):  # not one each
         return _names_only(groups, total, budget)
     shown: list[list[str]] = [[] for _ in groups]
     progress = True
@@ -137,7 +178,7 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
         for i, group in enumerate(groups):
             n = len(shown[i])
             if n < len(group.tools):
-                line = _line(group.tools[n])
+                line = _line(group.tools[n], group.opening)
                 if len(line) + 1 <= room:
                     shown[i].append(line)
                     room -= len(line) + 1
@@ -151,8 +192,9 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
     return "\n".join([*lines, _FIND_MORE.format(shown=count, total=total)])
 
 
-def _line(tool: Tool) -> str:
-    return f"- {tool.qualified_name}: {summary(tool, _SHORT_SUMMARY)}"
+def _line(tool: Tool, opening: str = "") -> str:
+    text = summary(tool, _SHORT_SUMMARY, opening)
+    return f"- {tool.qualified_name}" + (f": {text}" if text else "")
 
 
 def _names_only(groups: list[_Group], total: int, budget: int) -> str:

@@ -1,4 +1,5 @@
-"""The one tool the model sees: its name, schema, instructions, and how results read back.
+"""The one tool the model sees: its name, schema and instructions (what it reads back after
+a cell is render.py's).
 
 Every integration (ToolIsCode, the framework adapters, the MCP proxy) builds its code tool
 from these pieces, so the model reads the same thing everywhere.
@@ -6,16 +7,13 @@ from these pieces, so the model reads the same thing everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from ..engine.result import CellResult
 from ..tools.registry import ToolRegistry
 from .catalog import catalog
-from .images import images_line
 
-__all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "LLM_QUERY_NOTE", "code_tool_description",
-           "instructions", "render", "with_catalog"]
+__all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "FIGURES_NOTE", "LLM_QUERY_NOTE",
+           "code_tool_description", "instructions", "with_catalog"]
 
 CODE_TOOL_NAME = "run_python"
 
@@ -49,9 +47,9 @@ LLM_QUERY_NOTE = ("`llm_query(prompt: str) -> str` asks a language model and ret
                   "(gather several calls to run them concurrently).")
 """The guide line added when a model callable is available inside the sandbox."""
 
-_NO_OUTPUT = "(the cell ran and printed nothing"
-_SHOWN_NAMES = 30
-_SHOWN_FILES = 20
+FIGURES_NOTE = ("Matplotlib figures left open at the end of a cell, or shown with `plt.show()`, "
+                "are saved as PNG files in /session/figures and shown to you.")
+"""The guide line added where the runtime has matplotlib (its `python_note` names it)."""
 
 
 def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) -> str:
@@ -69,62 +67,13 @@ def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
 
     `notes` are extra guide lines, such as `LLM_QUERY_NOTE` for helpers outside the catalog.
     `python` says which Python the sandbox runs, and with which libraries (a runtime's
-    `python_note`).
+    `python_note`); where that includes matplotlib, the guide says what becomes of figures.
     """
-    return with_catalog("\n".join([_GUIDE.format(name=name, python=python), *notes]), registry,
-                        budget_chars)
+    figures = [FIGURES_NOTE] if "matplotlib" in python else []
+    return with_catalog("\n".join([_GUIDE.format(name=name, python=python), *figures, *notes]),
+                        registry, budget_chars)
 
 
 def with_catalog(guide: str, registry: ToolRegistry, budget_chars: int = 6_000) -> str:
     """`guide` followed by the tool catalog: the system prompt part of every code tool."""
     return f"{guide}\n\nTools:\n\n{catalog(registry, budget_chars)}"
-
-
-def _defined(result: CellResult, reprs: Mapping[str, str] | None) -> str:
-    names = list(result.new_names[:_SHOWN_NAMES])
-    if not names:
-        return "; it defined no new names)"
-    shown = [f"{n} = {reprs[n]}" if reprs and n in reprs else n for n in names]
-    more = len(result.new_names) - len(names)
-    return "; it defined: " + ", ".join(shown) + (f" and {more} more)" if more > 0 else ")")
-
-
-def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
-    """What the model reads after a cell: notices, output, value, error, files. Never empty.
-
-    `reprs` maps names the cell defined to short descriptions, shown when nothing was printed;
-    by default the ones the guest made (`result.described`).
-    """
-    if reprs is None:
-        reprs = result.described
-    parts: list[str] = []
-    for notice in result.notices:
-        if not (result.error and notice in result.error):
-            parts.append(f"[note] {notice}")
-    if result.stdout:
-        parts.append(result.stdout.rstrip("\n"))
-    if result.stderr:
-        parts.append(f"[stderr]\n{result.stderr.rstrip()}")
-    if result.value is not None:
-        parts.append(f"[value] {result.value}")
-    if result.error:
-        parts.append(f"[error]\n{result.error.rstrip()}")
-    if result.has_final:
-        parts.append(f"[final answer] {_brief(result.final)}")
-    if result.files_written:
-        shown = ", ".join(result.files_written[:_SHOWN_FILES])
-        more = len(result.files_written) - _SHOWN_FILES
-        parts.append(f"[files written in /session] {shown}"
-                     + (f" and {more} more" if more > 0 else ""))
-    if result.images:
-        parts.append(images_line(result) or "")
-    silent = not (result.stdout or result.stderr or result.value is not None or result.error
-                  or result.has_final)
-    if silent:
-        parts.insert(0, _NO_OUTPUT + _defined(result, reprs))
-    return "\n".join(parts)
-
-
-def _brief(value: Any, limit: int = 500) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit:,} more characters]"

@@ -12,6 +12,7 @@ __all__ = [
     "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "Runtime", "WasmFile",
     "PACKAGED_SHA256", "locate_python_wasm", "default_runtime", "close_default_runtime",
     "WasmtimeRuntime", "RUNTIME_NAMES", "ENV_RUNTIME", "runtime_named", "resolve_runtime",
+    "python_note",
 ]
 
 RUNTIME_NAMES = ("default", "data")
@@ -41,6 +42,19 @@ def runtime_named(name: str) -> Runtime:
                 runtime = WasmtimeRuntime()
             _named[name] = runtime
         return runtime
+
+
+def python_note(runtime: Runtime | str | None = None) -> str:
+    """Which Python a runtime gives the code, for the code tool's guide, without starting
+    the runtime (a name's first use compiles its module)."""
+    if isinstance(runtime, Runtime):
+        return runtime.python_note
+    name = runtime or os.environ.get(ENV_RUNTIME) or "default"
+    if name == "data":
+        from .wasi_python import DataRuntime
+
+        return DataRuntime.python_note
+    return Runtime.python_note
 
 
 def resolve_runtime(runtime: Runtime | str | None = None) -> Runtime:

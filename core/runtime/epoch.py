@@ -24,6 +24,7 @@ class EpochTicker:
         self._armed = 0
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def acquire(self) -> None:
         with self._cond:
@@ -38,10 +39,25 @@ class EpochTicker:
         with self._cond:
             self._armed = max(0, self._armed - 1)
 
+    def close(self) -> None:
+        """Stop ticking for good (before the engine is freed), even if a guest that was told
+        to stop never ran again to release its hold."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
+
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while self._armed == 0:
+                while self._armed == 0 and not self._closed:
                     self._cond.wait()
+                if self._closed:
+                    return
             time.sleep(self.period)
-            self._engine.increment_epoch()
+            with self._cond:
+                if self._closed:
+                    return
+                self._engine.increment_epoch()

@@ -404,6 +404,7 @@ class WasmtimeRuntime(Runtime):
         when wasmtime-py can no longer call its C library. Skipped while a guest lives."""
         if any(inst._store is not None for inst in self._live):
             return
+        self.ticker.close()
         for name in ("linker", "passthrough", "module", "engine"):
             handle = self.__dict__.pop(name, None)
             if handle is not None:

@@ -12,10 +12,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codetool import CodeTool
 from ..engine.limits import Limits
 from ..openai.textmode import ParsedReply, parse_reply
 from .prompt import NEED_CODE, failed_code, guide, history, text_of
-from .recorder import RECORDING_LIMITS, Recorded, record_calls
+from .recorder import RECORDING_LIMITS, Recorded, record_calls, recording_tool
 from .request import ChatRequest
 from .shapes import Answer, add_usage
 from .upstream import Upstream, UpstreamError
@@ -42,6 +43,14 @@ class Completer:
     sandboxes: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(8))
     """How many requests may run code at once (each holds an interpreter meanwhile)."""
+    code: CodeTool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.code = recording_tool(self.limits)
+
+    def close(self) -> None:
+        """Close the interpreter started for the next request."""
+        self.code.close()
 
     def complete(self, request: ChatRequest, rounds: list[Round]) -> Answer:
         """The answer to a request with tools in play; `rounds` collects what happened."""
@@ -57,7 +66,7 @@ class Completer:
             recorded = Recorded()
             if said.parsed.cells:
                 with self.sandboxes:
-                    recorded = record_calls(offered, said.parsed.cells, self.limits)
+                    recorded = record_calls(self.code, offered, said.parsed.cells)
             calls = recorded.calls if request.parallel else recorded.calls[:1]
             rounds.append(Round(said.parsed.text, len(calls), recorded.error))
             last = attempt == self.repairs

@@ -7,23 +7,21 @@ host notes the call and returns None. The notes become the response's `tool_call
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codetool import CodeTool, Toolbox
 from ..engine.limits import Limits
-from ..engine.session import Session
+from ..errors import ToolIsCodeError
 from ..tools.registry import ToolRegistry
 from .shapes import call_id
 
-__all__ = ["RECORDING_LIMITS", "Recorded", "record_calls", "stand_in"]
+__all__ = ["RECORDING_LIMITS", "Recorded", "record_calls", "recording_tool", "stand_in"]
 
 RECORDING_LIMITS = Limits(timeout_s=10.0, tool_calls=64)
 """The recording sandbox only makes calls, so it needs little time; the call limit bounds
 how many tool calls one reply may produce."""
-
-_closer = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tooliscode-serve-close")
 
 _MISTAKES = frozenset({"ToolArgumentError", "ToolError", "NameError", "SyntaxError",
                        "IndentationError", "TabError"})
@@ -44,6 +42,11 @@ class Recorded:
     the model shows the user, say), so it has no error here."""
 
 
+def recording_tool(limits: Limits = RECORDING_LIMITS) -> CodeTool:
+    """Where requests run their code: one sandbox per request, the next one started ahead."""
+    return CodeTool(limits=limits, keep_spare=True)
+
+
 def stand_in(**_: Any) -> None:
     """The function of every tool here: the call is recorded by the session; the result,
     which only the client can produce, comes later."""
@@ -54,13 +57,21 @@ def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
 
 
-def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Recorded:
-    """Run `cells` in a fresh sandbox over `registry`, whose tools are `stand_in`s."""
+def record_calls(code: CodeTool, registry: ToolRegistry, cells: list[str]) -> Recorded:
+    """Run `cells` in a sandbox of their own over `registry`, whose tools are `stand_in`s.
+
+    The sandbox is `code`'s next run sandbox: usually started already, with these tools,
+    when the previous request ended (a client sends the same tools every time).
+    """
     recorded = Recorded()
-    session = Session(registry, limits=limits)
+    tools = Toolbox.of(registry)
+    sandbox = code.take()
     try:
         for cell in cells:
-            result = session.run(cell)
+            reply = code.run_code(cell, sandbox=sandbox, tools=tools)
+            result = reply.result
+            if result is None:  # the sandbox failed, not the code: a server error
+                raise ToolIsCodeError(reply.text)
             recorded.calls += [_as_tool_call(c.name, c.arguments) for c in result.tool_calls
                                if c.ok]
             if not result.ok:
@@ -69,5 +80,5 @@ def record_calls(registry: ToolRegistry, cells: list[str], limits: Limits) -> Re
                 break
     finally:
         # An interpreter takes about 0.1 s to wind down: the answer need not wait for it.
-        _closer.submit(session.close)
+        code.finish(sandbox, tools)
     return recorded

@@ -1,7 +1,7 @@
 """A terminal REPL that shows a person exactly what the model sees, and runs cells like it.
 
 It prints the tool list and instructions the model is given (with their token counts), then
-runs each cell typed (or piped) through `ToolIsCode.tool_call`, printing the very text the
+runs each cell typed (or piped) through `ToolIsCode.run_code`, printing the very text the
 model would read back.
 """
 
@@ -19,7 +19,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..openai.toolset import ToolIsCode, ToolOutput
+from ..codetool import Reply
+from ..openai.toolset import ToolIsCode
 from ..prompt.tokens import TOKENIZER, count_tokens
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
@@ -118,9 +119,7 @@ class Repl:
     def run_cell(self, code: str) -> str:
         """Run `code` as the model's next call; returns (and prints) what the model reads."""
         self._count += 1
-        item = {"type": "function_call", "call_id": f"repl_{self._count}",
-                "name": self.toolset.name, "arguments": json.dumps({"code": code})}
-        out = self.toolset.tool_call(item)
+        out = self.toolset.run_code(code, call_id=f"repl_{self._count}")
         text = out.text
         self.say(f"--- the model reads ({count_tokens(text):,} tokens) ---")
         self.say(text)
@@ -129,11 +128,10 @@ class Repl:
             self.say(f"--- final answer: {out.final!r}")
         return text
 
-    def _where_images(self, out: ToolOutput) -> None:
+    def _where_images(self, out: Reply) -> None:
         """Where each image the cell made is on this machine, to open it."""
-        images = out.result.images if out.result is not None else ()
-        folder = self.toolset.session().workdir if images else None
-        for image in images:
+        folder = self.toolset.session().workdir if out.images else None
+        for image in out.images:
             self.say(f"--- image: {folder / image.path} ({image.width}x{image.height} px, "
                      f"{len(image.data):,} bytes)")
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ..closing import Starting
 from ..engine.limits import Limits
 from .apikey import UNAUTHORIZED, key_matches
 from .completion import Completer, Round
@@ -62,7 +63,7 @@ class ServeConfig:
     """Requests that may run code at once; more wait their turn."""
 
 
-class Server:
+class Server(Starting):
     """`tooliscode serve` in a process: `start()` it in the background or `serve_forever()`."""
 
     def __init__(self, config: ServeConfig):
@@ -97,14 +98,9 @@ class Server:
             self._serving = False
             self._httpd.shutdown()
         self._httpd.server_close()
+        self.completer.close()
         if self.request_log is not None:
             self.request_log.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _warmed = threading.Event()

@@ -10,10 +10,13 @@ from __future__ import annotations
 import keyword
 import re
 import textwrap
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TypeWriter", "describe", "docstring", "pascal", "resolve", "union"]
+from ..guest.validate import resolve
+
+__all__ = ["TypeWriter", "describe", "docstring", "pascal", "union"]
 
 _SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
            "null": "None", "array": "list[Any]", "object": "dict[str, Any]"}
@@ -24,10 +27,27 @@ _MAX_DEPTH = 40
 _WIDTH = 100
 
 
+def _shape(ch: str) -> str:
+    """A character as `_WORD` classes it: `A` upper, `a` other letter, `0` digit, else ` `."""
+    if ch.isascii():
+        return ch if ch.isalnum() else " "
+    if ch.isdecimal():
+        return "0"
+    if ("_" + ch).isidentifier():
+        return "A" if ch.isupper() else "a"
+    return " "
+
+
 def pascal(text: str) -> str:
-    """`get_current_time` -> `GetCurrentTime`, `oldText` -> `OldText` (an identifier)."""
-    out = "".join(w[:1].upper() + w[1:] for w in _WORD.findall(text))
-    return out if out and not out[0].isdigit() else f"T{out}"
+    """`get_current_time` -> `GetCurrentTime`, `oldText` -> `OldText`, `dirección_envío` ->
+    `DirecciónEnvío` (an identifier)."""
+    if text.isascii():
+        words = _WORD.findall(text)
+    else:  # words found on the text's shape, in any script
+        text = unicodedata.normalize("NFKC", text)
+        words = [text[m.start():m.end()] for m in _WORD.finditer("".join(map(_shape, text)))]
+    out = "".join(w[:1].upper() + w[1:] for w in words)
+    return out if out.isidentifier() else f"T{out}"
 
 
 def _one_line(text: Any) -> str:
@@ -291,8 +311,10 @@ def _class_source(name: str, body: str, fields: list[tuple[str, str, str]]) -> s
 
 
 def _plain_key(key: str) -> bool:
-    """Whether the class form can spell `key` as a field name."""
-    return key.isidentifier() and not keyword.iskeyword(key)
+    """Whether the class form can spell `key` as a field name (Python would read a field
+    not in NFKC form as another key)."""
+    return key.isidentifier() and not keyword.iskeyword(key) and \
+        unicodedata.normalize("NFKC", key) == key
 
 
 def _field(code: str, doc: str) -> str:
@@ -326,24 +348,6 @@ def _is_class(schema: Any) -> bool:
     plain = not any(k in schema for k in ("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))
     return plain and isinstance(props, Mapping) and bool(props) and \
         schema.get("type", "object") in ("object", ["object"])
-
-
-def resolve(root: Any, ref: str) -> Any:
-    """The schema a local `$ref` points at (a JSON pointer into `root`), or None."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for part in ref[1:].split("/"):
-        if not part:
-            continue
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 def _with_base(schema: Mapping[str, Any], key: str, option: Any) -> Any:

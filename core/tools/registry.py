@@ -12,7 +12,8 @@ __all__ = ["ToolRegistry"]
 
 
 class ToolRegistry:
-    """Tools by the name the host knows them by and by the name the guest calls them by."""
+    """Tools by the name the host knows them by; the names the guest calls them by are kept
+    only to refuse a second tool under the same one."""
 
     def __init__(self, tools: Iterable[Any] = ()):
         self._tools: dict[str, Tool] = {}
@@ -46,9 +47,6 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         """By the host name (what the guest sends over the channel)."""
         return self._tools.get(name)
-
-    def by_python_name(self, qualified: str) -> Tool | None:
-        return self._guest.get(qualified)
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())

@@ -7,21 +7,20 @@ how a call binds: parameter order, names, defaults and which `None`s mean "not g
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .pytypes import TypeWriter, describe, docstring, pascal, resolve, union
+from ..guest.validate import resolve
+from .pytypes import TypeWriter, describe, docstring, pascal, union
+from .summary import summary
 from .tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 
 _WIDTH = 100
 _DOC_WIDTH = 92  # inside a docstring indented by 4, so lines stay under _WIDTH
-_SUMMARY_CHARS = 110
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s)")
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,12 @@ class ToolStub:
     tool: Tool
     params: tuple[Param, ...]
     kwargs: str | None
-    """The annotation of `**kwargs` when the tool takes keys beyond its parameters."""
+    """The annotation of `**kwargs` when the schema says which keys beyond its parameters
+    the tool takes."""
+    open: bool
+    """Whether a call may pass keys beyond the parameters. True as well for a schema that
+    declares no keys and does not forbid others: shown as `name()`, which is how it is meant
+    to be called, but any keyword is passed on, as JSON Schema allows."""
     returns: str
     classes: Mapping[str, str]
     """Sources of the `TypedDict` classes and type aliases the annotations name, by name."""
@@ -76,8 +80,9 @@ class ToolStub:
             params.append(Param(name, key, ann, default, omit, describe(prop)))
         params.sort(key=lambda p: p.default is not None)  # stable: schema order within each
         kwargs = None
-        if extra is not False and (extra is not None or not props):
+        if extra is not False and extra is not None:
             kwargs = writer.annotation(extra, owner + "Extra") if extra is not True else "Any"
+        open_ = kwargs is not None or (not props and extra is None)
         returns = "Any"
         if tool.output_schema:
             writer.use(tool.output_schema)
@@ -85,7 +90,7 @@ class ToolStub:
             hint = title if isinstance(title, str) and title.isidentifier() and \
                 title[:1].isupper() else f"{owner}Result"
             returns = writer.annotation(tool.output_schema, hint)
-        return cls(tool, tuple(params), kwargs, returns, writer.classes)
+        return cls(tool, tuple(params), kwargs, open_, returns, writer.classes)
 
     def signature(self, name: str | None = None) -> str:
         """`name(a: int, b: str = 'x') -> R` on one line; `name` defaults to the qualified one."""
@@ -191,17 +196,6 @@ def _deref(root: Mapping[str, Any], part: Mapping[str, Any]) -> Mapping[str, Any
     return node if isinstance(node, Mapping) else {}
 
 
-def summary(tool: Tool, limit: int = _SUMMARY_CHARS) -> str:
-    """The first sentence of the description, at most `limit` characters."""
-    text = " ".join(tool.description.split())
-    end = _SENTENCE_END.search(text)
-    if end:
-        text = text[: end.start() + 1]
-    if len(text) > limit:
-        text = text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return text
-
-
 def stub(tool: Tool) -> str:
     """The full stub of one tool, as `help(tool)` prints it."""
     return ToolStub.of(tool).source()
@@ -239,7 +233,7 @@ def _spec(tool: Tool) -> dict[str, Any]:
         "shown": tool.qualified_name,
         "params": [p.name for p in s.params],
         "required": [p.name for p in s.params if p.default is None],
-        "open": s.kwargs is not None,
+        "open": s.open,
         "keys": {p.name: p.key for p in s.params if p.name != p.key},
         "omit_none": [p.name for p in s.params if p.omit_none],
         "schema": tool.parameters,

@@ -8,6 +8,7 @@ import inspect
 import keyword
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +22,16 @@ _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 def python_name(name: str) -> str:
-    """`name` made into a Python identifier: other characters become `_`, a leading digit or
-    a keyword gets a `_` added. Soft keywords (`type`, `match`) are identifiers: kept."""
-    out = re.sub(r"\W", "_", name.strip(), flags=re.ASCII) or "_"
-    if out[0].isdigit():
+    """`name` as the Python identifier the guest writes. A name that already is one, in any
+    script (`número_de_pedido`), is kept; otherwise characters an identifier cannot hold
+    become `_`, and a leading digit or a keyword gets a `_` added. Soft keywords (`type`,
+    `match`) are identifiers: kept.
+
+    NFKC-normalised, as Python normalises the identifiers of the code that will use it: a
+    decomposed `é` in a schema key would otherwise never match the model's keyword."""
+    text = unicodedata.normalize("NFKC", name.strip())
+    out = "".join(ch if ("_" + ch).isidentifier() else "_" for ch in text) or "_"
+    if not out.isidentifier():  # a leading digit or combining mark
         out = "_" + out
     if keyword.iskeyword(out):
         out += "_"
@@ -82,6 +89,8 @@ class Tool:
         elif not self.python_name.isidentifier() or keyword.iskeyword(self.python_name):
             raise ValueError(f"tool {self.name!r}: python_name {self.python_name!r} is not a "
                              "Python identifier")
+        else:  # the form Python reads the model's code in (see `python_name`)
+            self.python_name = unicodedata.normalize("NFKC", self.python_name)
         if not isinstance(self.parameters, Mapping):
             raise TypeError(f"tool {self.name!r}: parameters must be a JSON Schema object")
         self.parameters = dict(self.parameters) or dict(_EMPTY_SCHEMA)

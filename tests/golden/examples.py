@@ -12,17 +12,12 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from tooliscode.guest.validate import resolve
+
 _FORMATS = {"date": "2024-05-01", "date-time": "2024-05-01T12:00:00Z", "email": "a@example.com",
             "uuid": "12345678-1234-5678-1234-567812345678", "uri": "https://example.com"}
 _WRONG = {"string": 12345, "integer": "seven", "number": "seven", "boolean": "yes",
           "array": "not a list", "object": "not a dict"}
-
-
-def _resolve(root: dict[str, Any], ref: str) -> Any:
-    node: Any = root
-    for part in ref.lstrip("#/").split("/"):
-        node = node[part]
-    return node
 
 
 def example(schema: Any, root: dict[str, Any] | None = None, full: bool = False,
@@ -34,7 +29,7 @@ def example(schema: Any, root: dict[str, Any] | None = None, full: bool = False,
     if "examples" in schema:
         return copy.deepcopy(schema["examples"][0])
     if "$ref" in schema:
-        return example(_resolve(root, schema["$ref"]), root, full and depth < 3, depth + 1)
+        return example(resolve(root, schema["$ref"]), root, full and depth < 3, depth + 1)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -46,7 +41,7 @@ def example(schema: Any, root: dict[str, Any] | None = None, full: bool = False,
     if "allOf" in schema:
         merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
         for part in schema["allOf"]:
-            part = _resolve(root, part["$ref"]) if "$ref" in part else part
+            part = resolve(root, part["$ref"]) if "$ref" in part else part
             merged["properties"].update(part.get("properties", {}))
             merged["required"] += part.get("required", [])
         return example(merged, root, full, depth + 1)
@@ -94,7 +89,7 @@ def breakages(schema: dict[str, Any], value: Any) -> Iterator[tuple[tuple[Any, .
 def _typed_fields(schema: Any, value: Any, root: dict[str, Any],
                   path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
     if isinstance(schema, dict) and "$ref" in schema:
-        schema = _resolve(root, schema["$ref"])
+        schema = resolve(root, schema["$ref"])
     if not isinstance(schema, dict):
         return
     if path:

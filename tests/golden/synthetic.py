@@ -35,3 +35,31 @@ def synthetic_tools(n: int, namespaced: bool = True) -> list[Tool]:
                         namespace=service if namespaced else None,
                         python_name=name if namespaced else ""))
     return out
+
+
+BOILERPLATE = ("This tool belongs to the Acme ERP system. It requires an authenticated session "
+               "and respects the caller's permissions.")
+ERP_ACTIONS = {
+    "create_purchase_order": "Creates a purchase order for a supplier.",
+    "approve_purchase_order": "Approves a pending purchase order.",
+    "list_purchase_orders": "Lists purchase orders, newest first.",
+    "get_supplier": "Returns one supplier with its contacts and terms.",
+    "create_invoice": "Creates a customer invoice from a sales order.",
+    "void_invoice": "Voids an invoice that has not been paid.",
+    "record_payment": "Records a payment against an invoice.",
+    "get_stock_level": "Returns the stock on hand for an item in a warehouse.",
+    "transfer_stock": "Moves stock between two warehouses.",
+    "list_employees": "Lists employees of a department.",
+    "submit_expense": "Submits an expense claim for approval.",
+    "close_period": "Closes an accounting period so no more entries can be posted to it.",
+}
+
+
+def boilerplate_tools(namespace: str | None = "erp") -> list[Tool]:
+    """12 tools of one server whose descriptions all open with the same two sentences, as
+    some servers write them; top-level tools when `namespace` is None."""
+    return [Tool(name=name, namespace=namespace,
+                 description=f"{BOILERPLATE} {action} See the ERP manual for field meanings.",
+                 parameters={"type": "object", "required": ["id"],
+                             "properties": {"id": {"type": "string"}}})
+            for name, action in ERP_ACTIONS.items()]

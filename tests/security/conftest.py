@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from tooliscode import CellResult, Limits, Session
 
 SENTINEL = "precious data " * 100
+
+VICTIM_LIMITS = Limits(timeout_s=60, memory_bytes=64 * 1024 * 1024, output_chars=5_000,
+                       disk_bytes=20_000_000, disk_entries=2_000)
+"""Small memory, so a memory bomb meets `MemoryError` within milliseconds; a generous cell
+time, so a bomb that must end with its own error (MemoryError, RecursionError, a full disk)
+ends with it however loaded the machine is, never with a timeout."""
+
+RUNAWAY_LIMITS = Limits(timeout_s=2, output_chars=5_000)
+"""For code that only a timeout stops: a short one, so each such test waits 2 s, not 5. The
+cells a test runs after it take milliseconds, far inside the limit even on a loaded machine.
+The default memory (512 MiB) means code that eats memory as it spins reaches the timeout
+long before the memory limit."""
 
 
 def secret_tool(account: str) -> dict:
@@ -13,14 +27,24 @@ def secret_tool(account: str) -> dict:
     return {"account": account, "balance": 10}
 
 
-@pytest.fixture
-def victim():
-    s = Session([secret_tool], limits=Limits(timeout_s=5, output_chars=5_000,
-                                             disk_bytes=20_000_000, disk_entries=2_000))
+def _victim(limits: Limits) -> Iterator[Session]:
+    s = Session([secret_tool], limits=limits)
     s.write_file("sentinel.txt", SENTINEL)
     assert s.run("state_marker = 'alive'").ok
     yield s
     s.close()
+
+
+@pytest.fixture
+def victim() -> Iterator[Session]:
+    # A fresh one per test, not one reset between tests: after its first MemoryError a guest
+    # gets 16 MiB of room past its limit, once, so that the next cell can still run.
+    yield from _victim(VICTIM_LIMITS)
+
+
+@pytest.fixture
+def runaway_victim() -> Iterator[Session]:
+    yield from _victim(RUNAWAY_LIMITS)
 
 
 def assert_survived(s: Session, *, state_kept: bool = True) -> None:

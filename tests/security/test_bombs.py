@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from tooliscode import Limits, Session
 
@@ -43,18 +41,23 @@ STOPPED = [
     "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return f(n + 1)\nf(0)",
     "x = 2\nwhile True:\n    x = x * x",
 ]
+EATS_MEMORY = STOPPED[-2:]
+"""These also grow the guest's memory: on a fast enough machine they could meet the memory
+limit before the timeout, and `MemoryError` with the session kept is right too."""
 
 
 @pytest.mark.parametrize("code", STOPPED, ids=[c.split("\n")[-1][:40] for c in STOPPED])
-def test_runaway_code_is_stopped_and_replaced(victim, code):
-    start = time.perf_counter()
+def test_runaway_code_is_stopped_and_replaced(runaway_victim, code):
+    victim = runaway_victim
     r = victim.run(code)
-    took = time.perf_counter() - start
+    if not r.restarted and code in EATS_MEMORY:
+        assert r.error_type == "MemoryError", r.error
+        assert_survived(victim)
+        return
     assert not r.ok and r.restarted, r.error
     assert r.error_type in ("TimeoutError", "MemoryError", "RecursionError"), r.error
     assert_actionable(r, "restarted")
     assert "state_marker" in r.lost_names
-    assert took < 5 + 6  # the cell limit plus the replacement's start, not forever
     assert_survived(victim, state_kept=False)
 
 

@@ -99,7 +99,9 @@ def instances(schema: dict, top: bool = False) -> st.SearchStrategy:
     return json_values
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+# 150 schemas of up to 8 leaves over every construct the generator has; the golden corpora in
+# tests/test_codegen.py cover the real-world shapes.
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=tool_schemas, data=st.data())
 def test_stub_compiles_and_allowed_arguments_pass(schema, data):
     tool = Tool(name="fuzzed", description="A fuzzed tool.", parameters=schema)
@@ -108,18 +110,22 @@ def test_stub_compiles_and_allowed_arguments_pass(schema, data):
     assert problem(schema, value) is None, (schema, value, problem(schema, value))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(schema=tool_schemas, data=st.data())
-def test_in_the_guest_the_stub_compiles_and_allowed_calls_pass(schema, data):
-    seen: list[dict] = []
-    tool = Tool(name="fuzzed", parameters=schema,
-                function=lambda **kw: seen.append(kw) or "ok")
-    value = data.draw(instances(schema, top=True))
-    with Session([tool]) as s:
-        s.write_file("args.json", json.dumps(value))
-        r = s.run("import json\nhelp(fuzzed)\nargs = json.load(open('args.json'))\n"
-                  "names = {wire: py for py, wire in fuzzed._keys.items()}\n"
-                  "fuzzed(**{names.get(k, k): v for k, v in args.items()})")
-        assert r.ok and r.value == "'ok'", (schema, value, r.error)
-        assert "def fuzzed(" in r.stdout
-    assert seen == [value], (seen, value)
+# Each example starts an interpreter, the slow part, so it brings three tools at once:
+# 15 examples check 45 schemas in the guest (the host-only test above checks 150).
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(schemas=st.lists(tool_schemas, min_size=3, max_size=3), data=st.data())
+def test_in_the_guest_the_stub_compiles_and_allowed_calls_pass(schemas, data):
+    seen: dict[str, list[dict]] = {f"fuzzed{i}": [] for i in range(len(schemas))}
+    tools = [Tool(name=name, parameters=schema,
+                  function=lambda _seen=seen[name], **kw: _seen.append(kw) or "ok")
+             for name, schema in zip(seen, schemas)]
+    values = [data.draw(instances(schema, top=True)) for schema in schemas]
+    with Session(tools) as s:
+        for name, schema, value in zip(seen, schemas, values):
+            s.write_file("args.json", json.dumps(value))
+            r = s.run(f"import json\nhelp({name})\nargs = json.load(open('args.json'))\n"
+                      f"names = {{wire: py for py, wire in {name}._keys.items()}}\n"
+                      f"{name}(**{{names.get(k, k): v for k, v in args.items()}})")
+            assert r.ok and r.value == "'ok'", (schema, value, r.error)
+            assert f"def {name}(" in r.stdout
+    assert list(seen.values()) == [[v] for v in values], (seen, values)

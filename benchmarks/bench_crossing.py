@@ -1,0 +1,111 @@
+"""What one tool call from guest code costs, against the bare crossing into the host and back.
+
+Rows: the empty round trip (a request the host answers without dispatching it); a small tool
+call on the sync route (`Session.run`, a sync tool) and on the async route that PydanticAI
+and the Agents SDK use (`await Session.arun`, an async tool); their ratios; and the same
+small call in smolagents' `LocalPythonExecutor` as a reference, in its own environment.
+Each figure is the best of several rounds taken in turn, since noise only ever adds time.
+
+Run: python benchmarks/bench_crossing.py [--calls 2000] [--rounds 9] [--no-peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "peers"))
+
+from _util import Row, machine, table  # noqa: E402
+from envs import peer_python, run_peer_script  # noqa: E402
+from tooliscode import Limits, Session  # noqa: E402
+
+LOOP = ("import time\nimport tooliscode_guest.channel as _channel\n_empty = _channel.round_trip\n"
+        "t = time.perf_counter()\nfor i in range({n}):\n    {call}\n"
+        "print((time.perf_counter() - t) / {n})")
+
+
+def echo(x: int) -> int:
+    """Returns its argument."""
+    return x
+
+
+async def aecho(x: int) -> int:
+    """Returns its argument (async)."""
+    return x
+
+
+PROBES = {"empty": ("run", "_empty()"), "sync": ("run", "echo(i)"),
+          "async": ("arun", "aecho(i)"), "async route, sync tool": ("arun", "echo(i)")}
+
+
+async def measure(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
+    """Best (wall, CPU) seconds per call of each probe, the probes taken in turn round by
+    round. Wall time is timed in the guest; CPU time is this process's, all threads."""
+    best = {name: (float("inf"), float("inf")) for name in PROBES}
+    with Session([echo, aecho], limits=Limits(tool_calls=None, timeout_s=120)) as session:
+        for round_ in range(rounds + 1):
+            for name, (route, call) in PROBES.items():
+                code = LOOP.format(n=calls, call=call)
+                cpu = time.process_time()
+                result = session.run(code) if route == "run" else await session.arun(code)
+                cpu = (time.process_time() - cpu) / calls
+                if not result.ok:
+                    raise RuntimeError(f"{name}: {result.error}")
+                if round_:  # the first round warms up
+                    wall = float(result.stdout.strip())
+                    best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
+
+
+def smolagents_call(calls: int, rounds: int) -> tuple[float | None, str]:
+    """Seconds per call in smolagents' executor (own venv), or None and why not."""
+    python, about = peer_python("smolagents", "smolagents")
+    if python is None:
+        return None, about
+    out = json.loads(run_peer_script(python, "smolagents_call.py", str(calls), str(rounds)))
+    return out["per_call_s"], f"smolagents {out['version']}"
+
+
+def rows(calls: int = 500, rounds: int = 15, peer: bool = True) -> list[Row]:
+    best = asyncio.run(measure(calls, rounds))
+    (empty, empty_cpu), (sync, sync_cpu) = best["empty"], best["sync"]
+    async_, async_cpu = best["async"]
+    us = lambda s: f"{s * 1e6:.1f} us"  # noqa: E731
+    out = [
+        Row("empty host round trip (guest -> host -> guest, no payload)",
+            f"{us(empty)} (CPU {us(empty_cpu)})", "-", "info"),
+        Row("small tool call, sync route (Session.run, sync tool)",
+            f"{us(sync)} = {sync / empty:.2f}x empty (CPU {us(sync_cpu)} = "
+            f"{sync_cpu / empty_cpu:.2f}x)", "<= 3x empty", "ok" if sync <= 3 * empty else "over"),
+        Row("small tool call, async route (await Session.arun, async tool)",
+            f"{us(async_)} = {async_ / sync:.2f}x sync route (CPU {us(async_cpu)} = "
+            f"{async_cpu / sync_cpu:.2f}x)", "<= 1.3x sync",
+            "ok" if async_ <= 1.3 * sync else "over"),
+        Row("small tool call, async route, sync tool",
+            "{} (CPU {})".format(*map(us, best["async route, sync tool"])), "-", "info"),
+    ]
+    if peer:
+        peer_s, about = smolagents_call(calls, max(3, rounds // 2))
+        out.append(Row(f"reference: the same call in {about}'s LocalPythonExecutor "
+                       "(CodeAgent's setup, own venv)",
+                       us(peer_s) if peer_s is not None else f"none: {about}", "-", "info"))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--no-peer", action="store_true", help="skip smolagents")
+    args = parser.parse_args()
+    print(f"machine: {machine()}\n")
+    print(table(rows(args.calls, args.rounds, not args.no_peer)))
+
+
+if __name__ == "__main__":
+    main()

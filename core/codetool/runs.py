@@ -1,0 +1,72 @@
+"""The per-run scope: a fresh sandbox for each run, with the next one started in advance.
+
+A run takes a sandbox (the spare, if one is ready) and gives it back when it ends; it is then
+closed on another thread and a started spare is made for the next run, so runs rarely wait
+for an interpreter to start and never share one. A sandbox no code ran in is not closed but
+becomes the spare itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .background import submit
+from .sandbox import Sandbox, Toolbox
+
+__all__ = ["Runs"]
+
+
+@dataclass
+class Runs:
+    """Hands out run sandboxes made by `new`, keeping one started spare when `keep_spare`."""
+
+    new: Callable[[], Sandbox]
+    keep_spare: bool = True
+    spare: Sandbox | None = None
+    """The started sandbox the next run will take, if there is one."""
+    _closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def take(self) -> Sandbox:
+        """A sandbox for one run: the spare if there is one."""
+        with self._lock:
+            spare, self.spare = self.spare, None
+        return spare if spare is not None else self.new()
+
+    def finish(self, sandbox: Sandbox, toolbox: Toolbox | None = None) -> None:
+        """A run ended: close its sandbox and (given its tools) start the next run's spare,
+        both on another thread."""
+        submit(self._finish, sandbox, toolbox)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.close()
+
+    def _finish(self, sandbox: Sandbox, toolbox: Toolbox | None) -> None:
+        if not self.keep_spare or toolbox is None or self._closed:
+            sandbox.close()
+            return
+        if sandbox.fresh:  # no code ran in it: as good as new, and already started
+            sandbox.start(toolbox)
+            if sandbox.fresh and sandbox.ready(toolbox) and self._offer(sandbox):
+                return
+        sandbox.close()
+        if self.spare is not None:
+            return
+        spare = self.new()
+        spare.start(toolbox)
+        if not self._offer(spare):
+            spare.close()
+
+    def _offer(self, spare: Sandbox) -> bool:
+        """Make `spare` the next run's sandbox, unless there is one already (or we closed)."""
+        with self._lock:
+            if self.spare is None and not self._closed:
+                self.spare = spare
+                return True
+        return False

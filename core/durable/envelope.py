@@ -1,0 +1,124 @@
+"""The snapshot envelope: named parts, compressed, with the runtime they belong to and a check.
+
+    TICSNAP1 | header length (u32) | header (JSON) | compressed parts | tag (32 bytes)
+
+The tag is an HMAC-SHA256 of everything before it when a key is configured, else a SHA-256
+that catches corruption only. Nothing inside is parsed before the tag checks out, and the parts
+are plain length-prefixed bytes, never pickle or marshal, so a snapshot from elsewhere cannot
+run code on the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+import zlib
+from collections.abc import Mapping
+
+from ..errors import ToolIsCodeError
+
+__all__ = ["ENV_KEY", "FORMAT", "SnapshotError", "pack", "unpack"]
+
+MAGIC = b"TICSNAP1"
+FORMAT = 1
+ENV_KEY = "TOOLISCODE_SNAPSHOT_KEY"
+_TAG = 32
+_U32 = struct.Struct("<I")
+_PART = struct.Struct("<HQ")
+_MAX_HEADER = 64 * 1024
+
+
+class SnapshotError(ToolIsCodeError):
+    """A snapshot that cannot be used: corrupt, cut short, tampered with, or from elsewhere."""
+
+
+def _key(key: bytes | str | None) -> bytes | None:
+    if key is None:
+        key = os.environ.get(ENV_KEY) or None
+    return key.encode() if isinstance(key, str) else key
+
+
+def _tag(body: bytes, key: bytes | None) -> bytes:
+    if key is None:
+        return hashlib.sha256(body).digest()
+    return hmac.new(key, body, hashlib.sha256).digest()
+
+
+def pack(parts: Mapping[str, bytes], *, runtime: str, meta: Mapping[str, object] | None = None,
+         key: bytes | str | None = None, level: int = 1) -> bytes:
+    """Seal `parts` for `runtime` (its fingerprint: a snapshot restores only there).
+
+    `key` (or `TOOLISCODE_SNAPSHOT_KEY`) signs it; `level` is zlib's (1 is fast and already
+    shrinks a memory image about 4x)."""
+    secret = _key(key)
+    header = json.dumps({"format": FORMAT, "runtime": runtime, "signed": secret is not None,
+                         "meta": dict(meta or {})}, sort_keys=True).encode()
+    chunks = []
+    for name, data in parts.items():
+        raw = name.encode()
+        chunks += [_PART.pack(len(raw), len(data)), raw, data]
+    body = MAGIC + _U32.pack(len(header)) + header + zlib.compress(b"".join(chunks), level)
+    return body + _tag(body, secret)
+
+
+def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
+           ) -> tuple[dict[str, bytes], dict[str, object]]:
+    """The parts and metadata of a snapshot made for `runtime`; `SnapshotError` otherwise."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise SnapshotError(f"a snapshot is bytes, not {type(blob).__name__}")
+    blob = bytes(blob)
+    if not blob.startswith(MAGIC):
+        raise SnapshotError("not a tooliscode snapshot (it does not start with the marker)")
+    if len(blob) < len(MAGIC) + 4 + _TAG:
+        raise SnapshotError("the snapshot is cut short")
+    size = _U32.unpack_from(blob, len(MAGIC))[0]
+    start = len(MAGIC) + 4
+    if size > _MAX_HEADER or start + size + _TAG > len(blob):
+        raise SnapshotError("the snapshot is cut short or its header is damaged")
+    try:
+        header = json.loads(blob[start:start + size])
+    except ValueError:
+        raise SnapshotError("the snapshot's header is damaged") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise SnapshotError(f"a snapshot of another format ({header.get('format')!r}; "
+                            f"this version reads {FORMAT})" if isinstance(header, dict)
+                            else "the snapshot's header is damaged")
+    secret = _key(key)
+    if header.get("signed") and secret is None:
+        raise SnapshotError("the snapshot is signed: configure the key it was made with "
+                            f"(key= or {ENV_KEY})")
+    if not header.get("signed") and secret is not None:
+        raise SnapshotError("the snapshot is not signed, but a key is configured: refused")
+    body, tag = blob[:-_TAG], blob[-_TAG:]
+    if not hmac.compare_digest(tag, _tag(body, secret)):
+        raise SnapshotError("the snapshot failed its integrity check (corrupt, cut short, or "
+                            "changed since it was made)" + (", or signed with another key"
+                                                            if secret is not None else ""))
+    if header.get("runtime") != runtime:
+        raise SnapshotError(f"the snapshot was made on runtime {header.get('runtime')!r}; "
+                            f"this session runs {runtime!r}")
+    try:
+        raw = zlib.decompress(body[start + size:])
+    except zlib.error:
+        raise SnapshotError("the snapshot's contents are damaged") from None
+    return _parts(raw), dict(header.get("meta") or {})
+
+
+def _parts(raw: bytes) -> dict[str, bytes]:
+    parts: dict[str, bytes] = {}
+    at = 0
+    while at < len(raw):
+        if at + _PART.size > len(raw):
+            raise SnapshotError("the snapshot's contents are damaged")
+        name_len, data_len = _PART.unpack_from(raw, at)
+        at += _PART.size
+        if at + name_len + data_len > len(raw):
+            raise SnapshotError("the snapshot's contents are damaged")
+        name = raw[at:at + name_len].decode("utf-8", "replace")
+        at += name_len
+        parts[name] = raw[at:at + data_len]
+        at += data_len
+    return parts

@@ -1,0 +1,63 @@
+"""Where snapshots live between workers: bytes by conversation key, and a lease per key.
+
+A conversation runs in one worker at a time: the worker that holds its lease. The lease makes
+a second worker that gets a call for the same key wait (or fail clearly) instead of both
+resuming the same snapshot and one overwriting the other's cells.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+
+from ..errors import ToolIsCodeError
+
+__all__ = ["LeaseHeld", "SessionStore", "StoreUnavailable", "version_of"]
+
+
+class StoreUnavailable(ToolIsCodeError):
+    """The store could not be reached or did not answer in time."""
+
+
+class LeaseHeld(ToolIsCodeError):
+    """Another worker holds this conversation and did not let go in time."""
+
+
+class SessionStore(ABC):
+    """Bytes by key, plus leases. Keys are strings; implementations never block for long:
+    a store that is down raises `StoreUnavailable`."""
+
+    @abstractmethod
+    def get(self, key: str) -> bytes | None:
+        """The stored snapshot of `key`, or None."""
+
+    @abstractmethod
+    def put(self, key: str, data: bytes) -> None:
+        """Store `data` for `key`, replacing what was there as one step (readers never see a
+        half-written value)."""
+
+    @abstractmethod
+    def version(self, key: str) -> str | None:
+        """A short tag that changes whenever `put` stores new bytes for `key` (a worker keeping
+        the conversation's live session checks it to know nobody else moved on)."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Forget `key` (a conversation that ended)."""
+
+    @abstractmethod
+    def acquire(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Take the lease of `key` for `owner` (or renew it if `owner` holds it already).
+        False when someone else holds it. A lease left by a dead owner ends by itself."""
+
+    @abstractmethod
+    def release(self, key: str, owner: str) -> None:
+        """Give the lease back, if `owner` still holds it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and leases this store object holds."""
+
+
+def version_of(data: bytes) -> str:
+    """The version tag stores keep beside `data` (a snapshot ends with its own digest)."""
+    return hashlib.sha256(data[-64:] + len(data).to_bytes(8, "little")).hexdigest()[:24]

@@ -1,0 +1,207 @@
+"""A session's variables as bytes and back, for interpreters that cannot be copied whole.
+
+Values pickle as usual. What the cells defined (functions, classes, in `__main__`) goes by
+value: code, defaults, closures and class bodies, since no module holds them in a new guest.
+Modules go by name and are imported again. The tools are the new session's own. What cannot
+come along (open files, generators, running tasks, locks) is named, with its type, so the model
+can make it again.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import marshal
+import pickle
+import sys
+import types
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["dump", "load"]
+
+_FORMAT = 1
+_globals: dict[str, Any] = {}
+"""The namespace functions are rebuilt into while `load` runs."""
+
+
+def _namespace(own: dict[str, Any] | None) -> dict[str, Any]:
+    """The cells' namespace, or the few globals a function made elsewhere needs (a
+    namedtuple's `__new__`, made by `eval` in a namespace of its own)."""
+    return _globals if own is None else {"__builtins__": __builtins__, **own}
+
+
+def _new_function(code: bytes, name: str, qualname: str,
+                  own: dict[str, Any] | None = None) -> types.FunctionType:
+    fn = types.FunctionType(marshal.loads(code), _namespace(own), name)
+    fn.__qualname__ = qualname
+    return fn
+
+
+def _new_function_with_closure(code: bytes, name: str, qualname: str, own: dict[str, Any] | None,
+                               closure: tuple[Any, ...]) -> types.FunctionType:
+    fn = types.FunctionType(marshal.loads(code), _namespace(own), name, None,
+                            tuple(types.CellType(v) for v in closure))
+    fn.__qualname__ = qualname
+    return fn
+
+
+def _new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
+    return meta(name, bases, {"__module__": "__main__"})
+
+
+def _set_class(cls: type, attrs: dict[str, Any]) -> None:
+    for key, value in attrs.items():
+        try:
+            setattr(cls, key, value)
+        except (AttributeError, TypeError):
+            pass
+
+
+_SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__"}
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: Any, helpers: dict[int, str], main: dict[str, Any]):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._helpers = helpers
+        self._main = main
+
+    def _by_value(self, fn: types.FunctionType) -> bool:
+        """Made by the cells, or anywhere pickle cannot find it again by name."""
+        return fn.__globals__ is self._main or not _findable(fn)
+
+    def persistent_id(self, obj: Any) -> str | None:
+        return self._helpers.get(id(obj))
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if isinstance(obj, (staticmethod, classmethod)):  # in class bodies carried by value
+            return type(obj), (obj.__func__,)
+        if isinstance(obj, property):
+            return property, (obj.fget, obj.fset, obj.fdel, obj.__doc__)
+        if isinstance(obj, types.FunctionType) and self._by_value(obj):
+            code = marshal.dumps(obj.__code__)
+            g = obj.__globals__
+            own = None if g is self._main else {
+                n: g[n] for n in obj.__code__.co_names if n in g and n != "__builtins__"}
+            state = {"defaults": obj.__defaults__, "kwdefaults": obj.__kwdefaults__,
+                     "annotations": obj.__annotations__, "doc": obj.__doc__,
+                     "dict": obj.__dict__}
+            if obj.__closure__:
+                contents = tuple(c.cell_contents for c in obj.__closure__)
+                return (_new_function_with_closure, (code, obj.__name__, obj.__qualname__, own,
+                                                     contents), state, None, None,
+                        _set_function_state)
+            return (_new_function, (code, obj.__name__, obj.__qualname__, own), state, None,
+                    None, _set_function_state)
+        if isinstance(obj, type) and (obj.__module__ == "__main__" or not _findable(obj)):
+            attrs = {k: v for k, v in vars(obj).items() if k not in _SKIPPED_ATTRS}
+            return (_new_class, (type(obj), obj.__name__, obj.__bases__), attrs, None, None,
+                    _set_class)
+        return NotImplemented
+
+
+def _findable(obj: Any) -> bool:
+    """Would pickle find `obj` again under its module and qualified name?"""
+    found: Any = sys.modules.get(getattr(obj, "__module__", None) or "")
+    for part in getattr(obj, "__qualname__", "<locals>").split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return False
+    return found is obj
+
+
+def _set_function_state(fn: types.FunctionType, state: dict[str, Any]) -> None:
+    fn.__defaults__ = state["defaults"]
+    fn.__kwdefaults__ = state["kwdefaults"]
+    fn.__annotations__ = state["annotations"]
+    fn.__doc__ = state["doc"]
+    fn.__dict__.update(state["dict"])
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: Any, helpers: dict[str, Any]):
+        super().__init__(file)
+        self._helpers = helpers
+
+    def persistent_load(self, pid: Any) -> Any:
+        if pid in self._helpers:
+            return self._helpers[pid]
+        raise pickle.UnpicklingError(f"the new session has no {pid!r}")
+
+
+def _pickle(values: dict[str, Any], helpers: dict[int, str], main: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, helpers, main).dump(values)
+    return out.getvalue()
+
+
+def _why(value: Any, exc: BaseException) -> str:
+    kind = type(value).__name__
+    if isinstance(value, types.GeneratorType):
+        return "a generator (its position cannot be saved)"
+    if isinstance(value, io.IOBase):
+        return "an open file (open it again)"
+    return f"a {kind} ({type(exc).__name__}: {str(exc)[:80]})"
+
+
+def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """The pickled values of `names` in `ns`, and the names left behind with the reason.
+
+    Plain data (what `marshal` takes: the usual result of tool calls) goes by marshal, which
+    is many times faster than a pickler with Python hooks. The rest goes in one pickle so
+    shared objects stay shared (an instance keeps its class); a name that cannot pickle is
+    found alone and left out. (Data shared between the two groups is copied.)"""
+    refs = {id(v): k for k, v in helpers.items()}
+    values = {k: ns[k] for k in names if k in ns}
+    plain = {}
+    for name, value in list(values.items()):  # data alone goes by marshal, in C
+        try:
+            marshal.dumps(value)
+        except (ValueError, TypeError):
+            continue
+        plain[name] = values.pop(name)
+    dropped: dict[str, str] = {}
+    try:
+        blob = _pickle(values, refs, ns)
+    except Exception:  # noqa: BLE001 - find the names at fault
+        for name, value in list(values.items()):
+            try:
+                _pickle({name: value}, refs, ns)
+            except Exception as exc:  # noqa: BLE001
+                dropped[name] = _why(value, exc)
+                del values[name]
+        blob = _pickle(values, refs, ns)
+    modules = sorted({m.split(".")[0] for m in sys.modules} & set(_imported(ns)))
+    return pickle.dumps({"format": _FORMAT, "values": blob, "plain": marshal.dumps(plain),
+                         "modules": modules}), dropped
+
+
+def _imported(ns: dict[str, Any]) -> list[str]:
+    return [v.__name__ for v in ns.values() if isinstance(v, types.ModuleType)]
+
+
+def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, str]:
+    """Put the saved values into `ns`; returns what could not come back, with the reason."""
+    global _globals
+    state = pickle.loads(data)
+    if not isinstance(state, dict) or state.get("format") != _FORMAT:
+        raise ValueError("not a session state this guest can read")
+    failed: dict[str, str] = {}
+    for module in state.get("modules", ()):
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001
+            failed[module] = f"a module that no longer imports ({type(exc).__name__})"
+    _globals = ns
+    try:
+        values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load()
+    finally:
+        _globals = {}
+    ns.update(marshal.loads(state["plain"]))
+    ns.update(values)
+    return failed

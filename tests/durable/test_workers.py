@@ -1,0 +1,120 @@
+"""Durable conversations: two real worker processes share one conversation through a store,
+one is killed mid-cell, calls for one key race, and the store goes down."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import free_port
+
+WORKER = Path(__file__).parent / "worker.py"
+
+
+class Worker:
+    def __init__(self, kind: str, where: str, on_error: str = "error", lease_s: float = 2.0,
+                 wait_s: float = 20.0):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), kind, where, on_error, str(lease_s), str(wait_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert json.loads(self._line()) == {"ready": True}
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the worker died"
+        return line
+
+    def send(self, key: str, code: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"key": key, "code": code}) + "\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict:
+        return json.loads(self._line())
+
+    def call(self, key: str, code: str) -> dict:
+        self.send(key, code)
+        return self.reply()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(30)
+
+
+@pytest.fixture
+def workers(request):
+    made: list[Worker] = []
+
+    def make(*args, **kwargs) -> Worker:
+        made.append(Worker(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for w in made:
+        w.close()
+
+
+def test_two_workers_alternate_on_one_conversation(redis_url, workers):
+    a, b = workers("redis", redis_url), workers("redis", redis_url)
+    key = f"conv-{time.time_ns()}"
+    assert a.call(key, "x = 1\ndef twice(n):\n    return 2 * bump(n)")["ok"]
+    assert b.call(key, "x += 1\nprint(x, twice(x))")["stdout"] == "2 204\n"
+    assert a.call(key, "x += 1\nprint(x)")["stdout"] == "3\n"  # a saw b's cell
+    assert b.call(key, "print(x)")["stdout"] == "3\n"
+    other = a.call(f"{key}-other", "print('x' in globals())")
+    assert other["stdout"] == "False\n" and other["notices"] == []
+
+
+def test_a_killed_worker_loses_only_the_running_cell(redis_url, workers):
+    a, b = workers("redis", redis_url, lease_s=1.0), workers("redis", redis_url)
+    key = f"kill-{time.time_ns()}"
+    assert a.call(key, "y = 10")["ok"]
+    a.send(key, "import time\ny = 99\ntime.sleep(60)")
+    time.sleep(1.0)  # the cell is running (its lease held) when the worker dies
+    a.kill()
+    reply = b.call(key, "print(y)")  # waits for the dead worker's lease to run out
+    assert reply["stdout"] == "10\n", reply
+
+
+def test_a_call_racing_another_worker_waits_for_it(tmp_path, workers):
+    a = workers("folder", str(tmp_path))
+    b = workers("folder", str(tmp_path))
+    key = "race"
+    assert a.call(key, "z = 0")["ok"]
+    a.send(key, "import time\ntime.sleep(1.5)\nz += 1")
+    time.sleep(0.3)
+    assert b.call(key, "z += 1\nprint(z)")["stdout"] == "2\n"  # after a's cell, not beside it
+    assert a.reply()["ok"]
+
+
+def test_a_call_that_cannot_wait_long_enough_fails_clearly(tmp_path, workers):
+    a = workers("folder", str(tmp_path))
+    b = workers("folder", str(tmp_path), wait_s=0.3)
+    a.send("busy", "import time\ntime.sleep(3)")
+    time.sleep(0.5)
+    reply = b.call("busy", "print(1)")
+    assert "LeaseHeld" in reply["error"] and "busy in another worker" in reply["error"]
+    assert a.reply()["ok"]
+
+
+def test_a_store_that_is_down_is_an_error_or_a_fresh_session(workers):
+    down = f"redis://127.0.0.1:{free_port()}/0"
+    started = time.monotonic()
+    reply = workers("redis", down, "error").call("k", "print(1)")
+    assert "StoreUnavailable" in reply["error"]
+    assert time.monotonic() - started < 30  # an answer, not a hang
+    reply = workers("redis", down, "fresh").call("k", "print(1)")
+    assert reply["stdout"] == "1\n" and "could not be reached" in reply["notices"][0]

@@ -1,0 +1,56 @@
+"""Async tools called from guest code: one serving task per cell on the caller's loop
+(core/engine/handoff.py). Timeouts, errors, and the loop's other tasks; cancellation is in
+tests/security/test_faults.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tooliscode import Limits, Session
+
+
+async def test_a_timed_out_call_does_not_spoil_the_next_ones():
+    async def nap(seconds: float) -> float:
+        await asyncio.sleep(seconds)
+        return seconds
+
+    async with Session([nap], limits=Limits(tool_timeout_s=0.3)) as s:
+        r = await s.arun("try:\n    nap(5)\nexcept ToolError as e:\n    err = str(e)\n"
+                         "[err, nap(0), nap(0.01), nap(0)]")
+        assert r.ok, r.error
+        err, *rest = eval(r.value)
+        assert "timed out" in err and rest == [0, 0.01, 0]
+        assert [c.ok for c in r.tool_calls] == [False, True, True, True]
+
+
+async def test_errors_reach_the_guest_and_the_records():
+    async def fail(why: str) -> str:
+        raise ValueError(why)
+
+    async with Session([fail]) as s:
+        r = await s.arun("try:\n    fail('no')\nexcept ToolError as e:\n    print(e)")
+        assert r.ok and "ValueError: no" in r.stdout
+        assert r.tool_calls[0].error == "ValueError: no"
+
+
+async def test_the_loops_other_tasks_run_during_a_loop_of_calls():
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def seen() -> int:
+        return ticks
+
+    ticker = asyncio.create_task(tick())
+    try:
+        async with Session([seen], limits=Limits(tool_calls=None)) as s:
+            r = await s.arun("first = seen()\nfor i in range(3000):\n    last = seen()\n"
+                             "last - first")
+            assert r.ok, r.error
+            assert int(r.value) > 0
+    finally:
+        ticker.cancel()

@@ -1,0 +1,120 @@
+"""Session.snapshot / Session.restore on the default runtime: what comes along, what is named
+as left behind, and what is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from tooliscode import Session
+from tooliscode.durable import SnapshotError
+
+
+def get_price(sku: str) -> float:
+    """The unit price of a product."""
+    return {"a": 1.5, "b": 2.0}[sku]
+
+
+STATE = '''
+import json, collections
+class Cart:
+    tax = 0.2
+    def __init__(self):
+        self.items = []
+    def add(self, sku, n=1):
+        self.items.append((sku, n))
+        return self
+    def total(self):
+        return sum(get_price(s) * n for s, n in self.items) * (1 + self.tax)
+class Bulk(Cart):
+    def total(self):
+        return round(super().total() * 10, 6)
+def counter(start):
+    count = start
+    def step():
+        nonlocal count
+        count += 1
+        return count
+    return step
+cart = Cart().add("a", 2).add("b")
+bulk = Bulk().add("a")
+step = counter(5)
+step()
+rows = [{"i": i} for i in range(1000)]
+Point = collections.namedtuple("Point", "x y")
+p = Point(1, 2)
+price = get_price
+open("notes.txt", "w").write("kept")
+handle = open("notes.txt")
+gen = (i for i in range(3))
+'''
+CHECK = ("print(cart.total(), bulk.total(), step(), len(rows), isinstance(bulk, Cart), "
+         "price('b'), p, open('notes.txt').read(), json.dumps([1]))")
+EXPECTED = "6.0 18.0 7 1000 True 2.0 Point(x=1, y=2) kept [1]\n"
+
+
+@pytest.fixture(scope="module")
+def blob() -> bytes:
+    with Session([get_price]) as s:
+        assert s.run(STATE).ok
+        return s.snapshot()
+
+
+def test_variables_definitions_imports_and_files_come_back(blob):
+    with Session.restore(blob, [get_price]) as s:
+        r = s.run(CHECK)
+        assert r.ok, r.error
+        assert r.stdout == EXPECTED
+        (notice,) = r.notices
+        assert "restored from a snapshot" in notice
+        assert "handle: an open file" in notice and "gen: a generator" in notice
+        assert s.run("x = 1").notices == ()  # told once
+
+
+def test_a_snapshot_restores_in_another_process(blob, tmp_path):
+    (tmp_path / "blob.bin").write_bytes(blob)
+    script = ("from tooliscode import Session\n"
+              f"def get_price(sku: str) -> float:\n    return {{'a': 1.5, 'b': 2.0}}[sku]\n"
+              f"s = Session.restore(open({str(tmp_path / 'blob.bin')!r}, 'rb').read(), [get_price])\n"
+              f"print(s.run({CHECK!r}).stdout, end='')\ns.close()\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout == EXPECTED, out.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_snapshots_are_refused_before_a_session_starts(blob, damage):
+    bad = bytearray(blob)
+    if damage == "truncate":
+        bad = bad[:-10]
+    else:
+        bad[len(bad) // 3] ^= 0x40
+    with pytest.raises(SnapshotError):
+        Session.restore(bytes(bad), [get_price])
+
+
+def test_signed_snapshots_need_their_key(blob):
+    with Session([get_price]) as s:
+        s.run("x = 41")
+        signed = s.snapshot(key="k")
+    with pytest.raises(SnapshotError):
+        Session.restore(signed, [get_price])
+    with pytest.raises(SnapshotError):
+        Session.restore(blob, [get_price], key="k")  # unsigned, but a key is configured
+    with Session.restore(signed, [get_price], key="k") as s:
+        assert s.run("x + 1").value == "42"
+
+
+def test_a_snapshot_waits_for_the_running_cell():
+    with Session([get_price]) as s:
+        s.run("import time")
+        running = threading.Thread(target=s.run, args=("time.sleep(0.5)\ndone = True",))
+        running.start()
+        time.sleep(0.1)
+        blob = s.snapshot()
+        running.join()
+    with Session.restore(blob, [get_price]) as r:
+        assert r.run("done").value == "True"
