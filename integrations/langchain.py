@@ -37,6 +37,7 @@ from tooliscode.prompt.codetool import (
     code_tool_description,
     instructions,
 )
+from tooliscode.prompt.images import base64_data
 from tooliscode.runtime import Runtime, python_note
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
@@ -134,12 +135,12 @@ class CodeModeTool(BaseTool):
                 for d, t in zip(self._declarations, self._tools)]
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
-             *, config: RunnableConfig) -> str:
+             *, config: RunnableConfig) -> str | list[dict[str, Any]]:
         return _answer(self._code.run_code(
             code, key=_thread_id(config), context=_Turn(_child(config, run_manager), False)))
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
-                    *, config: RunnableConfig) -> str:
+                    *, config: RunnableConfig) -> str | list[dict[str, Any]]:
         return _answer(await self._code.arun_code(
             code, key=_thread_id(config), context=_Turn(_child(config, run_manager), True)))
 
@@ -168,10 +169,20 @@ def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
     return patch_config(config, callbacks=run_manager.get_child() if run_manager else None)
 
 
-def _answer(reply: Reply) -> str:
+def _answer(reply: Reply) -> str | list[dict[str, Any]]:
     if not reply.ok:
         raise ToolException(reply.text)  # handled by the tool: content with status="error"
-    return reply.text
+    return _with_images(reply)
+
+
+def _with_images(reply: Reply) -> str | list[dict[str, Any]]:
+    """The ToolMessage content: the text, then each figure the cell made as a standard
+    image content block."""
+    if not reply.images:
+        return reply.text
+    return [{"type": "text", "text": reply.text},
+            *({"type": "image", "base64": base64_data(i), "mime_type": i.mime}
+              for i in reply.images)]
 
 
 def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | None = None,

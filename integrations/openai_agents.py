@@ -24,15 +24,23 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool, FunctionToolResult, RunContextWrapper, ToolsToFinalOutputResult
+from agents import (
+    FunctionTool,
+    FunctionToolResult,
+    RunContextWrapper,
+    ToolOutputImage,
+    ToolOutputText,
+    ToolsToFinalOutputResult,
+)
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
 from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
 from tooliscode.closing import Closing
-from tooliscode.codetool import CodeTool, Sandbox, Toolbox, fingerprint
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import codetool
+from tooliscode.prompt.images import data_url
 from tooliscode.runtime import Runtime, python_note
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
@@ -145,7 +153,7 @@ class CodeModeToolset(Closing):
 
     # -- the code tool -------------------------------------------------------------------
 
-    async def _run_code(self, ctx: ToolContext[Any], arguments: str) -> str:
+    async def _run_code(self, ctx: ToolContext[Any], arguments: str) -> str | list[Any]:
         """What the SDK calls: run the cell, return what the model reads; errors become text."""
         try:
             code = _code(arguments)
@@ -159,7 +167,7 @@ class CodeModeToolset(Closing):
             self._finals[ctx.tool_call_id] = reply.final
             while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
                 self._finals.pop(next(iter(self._finals)))
-        return reply.text
+        return _with_images(reply)
 
     def _key(self, ctx: RunContextWrapper[Any]) -> Hashable:
         choose = self.conversation
@@ -245,6 +253,15 @@ class CodeModeToolset(Closing):
 
 
 # -- small helpers ---------------------------------------------------------------------------
+
+
+def _with_images(reply: Reply) -> str | list[ToolOutputText | ToolOutputImage]:
+    """The code tool's output: the text, then each figure the cell made as the SDK's image
+    output (a Chat Completions model keeps only the text, which lists the files)."""
+    if not reply.images:
+        return reply.text
+    return [ToolOutputText(text=reply.text),
+            *(ToolOutputImage(image_url=data_url(i), detail="auto") for i in reply.images)]
 
 
 def _code(arguments: str) -> str:

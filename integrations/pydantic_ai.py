@@ -31,12 +31,12 @@ from pydantic import TypeAdapter
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
-from pydantic_ai.messages import InstructionPart, ToolCallPart, ToolReturn
+from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import CodeTool, Sandbox, Toolbox
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt.codetool import (
     CODE_TOOL_NAME,
@@ -300,7 +300,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
-        return ToolReturn(return_value=reply.text, metadata={
+        return ToolReturn(return_value=_with_images(reply), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
 
     def _where(self, ctx: RunContext[AgentDepsT]) -> dict[str, Any]:
@@ -308,6 +308,16 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         if self.scope == "run":
             return {"sandbox": self._own_sandbox(self._state())}
         return {"key": ctx.conversation_id}
+
+
+def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
+    """The tool result: the text, then each figure the cell made as `BinaryContent`. In the
+    return value (not `ToolReturn.content`, a separate user message) it stays the tool's
+    result: sent natively where the provider takes files in tool results, else framed as
+    coming from this tool call."""
+    if not reply.images:
+        return reply.text
+    return [reply.text, *(BinaryContent(i.data, media_type=i.mime) for i in reply.images)]
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.result import CellResult
+from ..engine.result import CellImage, CellResult
 
 __all__ = ["Outcome", "Reply"]
 
@@ -29,6 +29,11 @@ class Outcome:
     def final(self) -> Any:
         """The value the code passed to `final_answer`, if it did."""
         return self.result.final if self.result is not None else None
+
+    @property
+    def images(self) -> tuple[CellImage, ...]:
+        """The figures the cell made, for the front ends whose API can carry images."""
+        return self.result.images if self.result is not None else ()
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runtime import GuestTrap
-from .folder import Snapshot, changed, snapshot
+from ..guest.figures import MAX_FIGURES, png_size
+from ..runtime import GUEST_DIR, GuestTrap
+from .folder import Snapshot, changed, read_file, snapshot
 from .limits import Limits
-from .result import CellResult
+from .result import CellImage, CellResult
 from .toolcalls import CellCalls
 from .worker import Command
 
@@ -71,6 +72,38 @@ def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
     return text
 
 
+_NOTE_CHARS = 500
+_UNLIMITED_IMAGE_BYTES = 64 * 1024 * 1024
+"""Read at most this much of one image even when `Limits.image_bytes` is None."""
+
+
+def _images(report: dict[str, Any], workdir: Path, limits: Limits,
+            notices: list[str]) -> tuple[CellImage, ...]:
+    """The PNGs the guest says it saved, read here and checked again: the report could name
+    any file in the folder, and a cell can rewrite a file after it was saved."""
+    notes = report.get("figure_notes")
+    notices.extend(n[:_NOTE_CHARS] for n in _names(notes)[:MAX_FIGURES * 2])
+    listed = report.get("images")
+    found: dict[str, CellImage] = {}
+    cap = limits.image_bytes if limits.image_bytes is not None else _UNLIMITED_IMAGE_BYTES
+    for entry in listed[:MAX_FIGURES] if isinstance(listed, list) else ():
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or entry.get("fits") is False:
+            continue
+        rel = path[len(GUEST_DIR) + 1:] if path.startswith(GUEST_DIR + "/") else path
+        try:
+            data = read_file(workdir, rel, cap + 1)
+        except (OSError, ValueError):
+            continue
+        size = png_size(data)
+        pixels = limits.image_pixels
+        if size is None or len(data) > cap or (pixels is not None and size[0] * size[1] > pixels):
+            notices.append(f"{rel} is not a PNG within the image limits: listed, not shown.")
+            continue
+        found[rel] = CellImage(rel, data, "image/png", size[0], size[1])
+    return tuple(found.values())
+
+
 def restart_notice(lost: tuple[str, ...]) -> str:
     names = ", ".join(lost[:40]) + (" ..." if len(lost) > 40 else "")
     gone = f" ({names})" if names else ""
@@ -92,6 +125,8 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
     stderr = _stream(report.get("stderr"), command, "stderr", cuts)
     notices += cuts
     ok = report.get("ok") is True
+    images = _images(report, workdir, cell.calls.limits, notices) if "images" in report or \
+        "figure_notes" in report else ()
     return CellResult(
         ok=ok, stdout=stdout, stderr=stderr,
         value=report.get("value") if isinstance(report.get("value"), str) else None,
@@ -105,7 +140,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         truncated=" ".join(cuts) or None,
         files_written=cell.files_written(),
         final=report.get("final"), has_final=report.get("has_final") is True,
-        notices=tuple(notices))
+        notices=tuple(notices), images=images)
 
 
 _TRAP_TEXT = {

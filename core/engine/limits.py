@@ -45,6 +45,13 @@ class Limits:
     disk_entries: int | None = 100_000
     """Most files, folders and links the session folder may hold."""
 
+    image_bytes: int | None = 1_000_000
+    """Largest PNG of a matplotlib figure (one shown, or left open when a cell ends). A bigger
+    one is saved again at a lower resolution, with a notice; `None`: no limit."""
+
+    image_pixels: int | None = 4_000_000
+    """Most pixels (width x height) of such a PNG, bounded the same way."""
+
     def __post_init__(self) -> None:
         if self.memory_bytes < 32 * 1024 * 1024:
             raise ValueError("Limits.memory_bytes must be at least 32 MiB: CPython needs that to start")
@@ -52,7 +59,8 @@ class Limits:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive or None")
-        for name in ("output_chars", "tool_calls", "disk_bytes", "disk_entries"):
+        for name in ("output_chars", "tool_calls", "disk_bytes", "disk_entries", "image_bytes",
+                     "image_pixels"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"Limits.{name} must be >= 0 or None")

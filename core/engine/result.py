@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CellResult", "ToolCallRecord"]
+__all__ = ["CellImage", "CellResult", "ToolCallRecord"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,19 @@ class ToolCallRecord:
     duration_s: float
     ok: bool
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class CellImage:
+    """A picture a cell made (a matplotlib figure it showed or left open), read back from the
+    session folder by the host and checked against `Limits.image_bytes` and `image_pixels`."""
+
+    path: str
+    """Relative to the session folder, e.g. `figures/figure-3-1.png`."""
+    data: bytes = field(repr=False)
+    mime: str = "image/png"
+    width: int = 0
+    height: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,3 +71,5 @@ class CellResult:
     has_final: bool = False
     notices: tuple[str, ...] = field(default=())
     """Other things the model should know (a restart, a limit reached)."""
+    images: tuple[CellImage, ...] = ()
+    """The figures the cell saved, for APIs that can show the model an image."""

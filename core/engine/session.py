@@ -219,7 +219,11 @@ class Session(Closing):
             limits = {"output_chars": self.limits.output_chars,
                       "value_chars": self.limits.value_chars,
                       "spill_bytes": self.limits.spill_bytes,
-                      "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output"}
+                      "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output",
+                      "image_bytes": self.limits.image_bytes,
+                      "image_pixels": self.limits.image_pixels,
+                      "figure_dir": f"{GUEST_DIR}/figures",
+                      "mpl_config_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/matplotlib"}
             self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
                            "limits": limits}
         return self._setup

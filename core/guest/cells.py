@@ -6,6 +6,7 @@ import builtins
 import opcode
 import sys
 
+from . import figures
 from .capture import Capture
 from .convert import to_json_value
 from .describe import describe
@@ -210,6 +211,7 @@ class CellRunner:
         self._value_chars = limits.get("value_chars") or 4000
         self._spill_bytes = limits.get("spill_bytes") or 0
         self._spill_dir = limits.get("spill_dir")
+        figures.configure(limits)
 
     def user_names(self) -> list[str]:
         return sorted(k for k in self.ns.keys() - self.baseline
@@ -247,6 +249,7 @@ class CellRunner:
         """Run one cell. The report leaves out what is empty or unchanged (the host keeps the
         last list of names), to keep the common small cell cheap."""
         self.count += 1
+        figures.begin(self.count)
         filename = f"<cell-{self.count}>"
         _sources[filename] = code
         out, err = self._capture("stdout"), self._capture("stderr")
@@ -266,6 +269,7 @@ class CellRunner:
         except BaseException as exc:  # noqa: BLE001 - SystemExit included: the cell just ends
             result.update(describe_failure(exc))
         finally:
+            figures.finish(result)  # still captured: matplotlib's warnings are the cell's
             sys.stdout, sys.stderr = saved
             for raw in (sys.__stdout__, sys.__stderr__):
                 try:

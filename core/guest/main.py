@@ -13,6 +13,7 @@ import sys
 from . import channel
 from .cells import OUT_OF_MEMORY, CellRunner, FinalAnswer, describe_failure
 from .discovery import make_help, namespace_hint, search_tools
+from .hooks import AfterImport
 from .tools import ToolError, ToolFunction, ToolNamespace
 
 TYPE_CHECKING = False
@@ -99,39 +100,12 @@ class Guest:
         return {"ok": False, "error": f"unknown command {op!r}"}
 
 
-class _AsyncioHook:
+def _install_aio(asyncio: Any) -> None:
     """Installs `HostLoop` the moment user code first imports asyncio, so a cold guest
     does not pay for asyncio before it needs it."""
+    from . import aio
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "asyncio":
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _InstallAfter(spec.loader)
-        return spec
-
-
-class _InstallAfter:
-    """Wraps asyncio's loader (which may be shared by the whole stdlib, e.g. a zipimporter)."""
-
-    def __init__(self, loader: Any):
-        self._loader = loader
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-    def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._loader.exec_module(module)
-        from . import aio
-
-        aio.install()
+    aio.install()
 
 
 def main(exchange: Any, boot: dict[str, Any]) -> None:
@@ -155,7 +129,7 @@ def start(exchange: Any, boot: dict[str, Any]) -> None:
 
         aio.install()
     else:
-        sys.meta_path.insert(0, _AsyncioHook())
+        sys.meta_path.insert(0, AfterImport("asyncio", _install_aio))
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     _loop = _Loop(Guest())
 

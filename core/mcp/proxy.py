@@ -33,8 +33,10 @@ from ..codetool import CodeTool
 from ..durable.keeper import Keeper
 from ..durable.store import SessionStore
 from ..engine.limits import Limits
+from ..engine.result import CellImage
 from ..errors import ToolIsCodeError
 from ..prompt.codetool import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, instructions
+from ..prompt.images import base64_data
 from ..prompt.render import noted
 from ..runtime import Runtime, python_note
 from ..serve.apikey import require_key
@@ -76,6 +78,8 @@ class Reply:
 
     text: str
     is_error: bool = False
+    images: tuple[CellImage, ...] = ()
+    """The figures the cell made, sent as MCP `ImageContent` beside the text."""
 
 
 class UpstreamError(ToolIsCodeError):
@@ -226,8 +230,7 @@ class CodeModeProxy:
 
         async def call_tool(ctx: Any, params: Any) -> Any:
             reply = await self.call(params.name, params.arguments or {}, ctx if http else None)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=reply.text)],
-                                        is_error=reply.is_error)
+            return types.CallToolResult(content=_content(types, reply), is_error=reply.is_error)
 
         server = Server(self.name, version=__version__, instructions=self.instructions,
                         on_list_tools=list_tools, on_call_tool=call_tool)
@@ -298,7 +301,8 @@ class CodeModeProxy:
         finally:
             if stateless:
                 await asyncio.to_thread(self.toolset.drop, key)
-        return Reply(noted(out.text, [_STATELESS_NOTE if stateless else None]), not out.ok)
+        return Reply(noted(out.text, [_STATELESS_NOTE if stateless else None]), not out.ok,
+                     out.images)
 
     def search(self, arguments: Mapping[str, Any]) -> Reply:
         """`search_tools`: the stubs of the best matches, as text."""
@@ -340,6 +344,13 @@ class CodeModeProxy:
         toolset = self._toolset
         if toolset is not None and toolset.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
+
+
+def _content(types: Any, reply: Reply) -> list[Any]:
+    """The call's MCP content: the text, then each image as `ImageContent`."""
+    return [types.TextContent(type="text", text=reply.text),
+            *(types.ImageContent(type="image", data=base64_data(i), mime_type=i.mime)
+              for i in reply.images)]
 
 
 def _on_signals(stop: Callable[[], object]) -> list[int]:

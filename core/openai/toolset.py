@@ -30,11 +30,12 @@ from ..prompt.codetool import (
     code_tool_description,
     instructions,
 )
+from ..prompt.images import responses_output
 from ..runtime import Runtime, python_note
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool, as_tool
 from .callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
-from .toolcall import Api, parse_call
+from .toolcall import Api, CodeCall, parse_call
 
 __all__ = ["ToolIsCode", "ToolOutput"]
 
@@ -52,8 +53,20 @@ class ToolOutput(dict, Outcome):
 
     @property
     def text(self) -> str:
-        """What the model reads."""
-        return str(self.get("output", self.get("content", "")))
+        """What the model reads (besides any images)."""
+        output = self.get("output", self.get("content", ""))
+        if isinstance(output, list):
+            return "".join(p.get("text", "") for p in output if isinstance(p, dict))
+        return str(output)
+
+
+def _output(call: CodeCall, reply: Reply) -> ToolOutput:
+    """The output item of a run: on Responses, the text and each figure as an `input_image`
+    (Chat Completions tool messages carry text only; the text lists the files)."""
+    item = call.output(reply.text)
+    if reply.images and call.api == "responses":
+        item["output"] = responses_output(reply.text, reply.images)
+    return ToolOutput(item, reply.result)
 
 
 def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
@@ -164,7 +177,7 @@ class ToolIsCode(Closing):
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
         reply = self.run_code(call.code, key=key, call_id=call.call_id)
-        return ToolOutput(call.output(reply.text), reply.result)
+        return _output(call, reply)
 
     async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
         """`tool_call` for async code: async tools and callbacks run on the running loop."""
@@ -172,7 +185,7 @@ class ToolIsCode(Closing):
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
         reply = await self.arun_code(call.code, key=key, call_id=call.call_id)
-        return ToolOutput(call.output(reply.text), reply.result)
+        return _output(call, reply)
 
     def run_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
         """Run `code` in conversation `key`'s session, without an API's call shape;

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from ..tools.registry import ToolRegistry
 from .catalog import catalog
 
-__all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "LLM_QUERY_NOTE", "code_tool_description",
-           "instructions", "with_catalog"]
+__all__ = ["CODE_TOOL_NAME", "CODE_TOOL_SCHEMA", "FIGURES_NOTE", "LLM_QUERY_NOTE",
+           "code_tool_description", "instructions", "with_catalog"]
 
 CODE_TOOL_NAME = "run_python"
 
@@ -47,6 +47,11 @@ LLM_QUERY_NOTE = ("`llm_query(prompt: str) -> str` asks a language model and ret
                   "(gather several calls to run them concurrently).")
 """The guide line added when a model callable is available inside the sandbox."""
 
+FIGURES_NOTE = ("Matplotlib figures left open at the end of a cell, or shown with `plt.show()`, "
+                "are saved as PNG files in /session/figures and shown to you.")
+"""The guide line added where the runtime has matplotlib (its `python_note` names it)."""
+
+
 def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) -> str:
     """The tool description: short, since the instructions carry the catalog."""
     count = len(registry)
@@ -62,10 +67,11 @@ def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
 
     `notes` are extra guide lines, such as `LLM_QUERY_NOTE` for helpers outside the catalog.
     `python` says which Python the sandbox runs, and with which libraries (a runtime's
-    `python_note`).
+    `python_note`); where that includes matplotlib, the guide says what becomes of figures.
     """
-    return with_catalog("\n".join([_GUIDE.format(name=name, python=python), *notes]), registry,
-                        budget_chars)
+    figures = [FIGURES_NOTE] if "matplotlib" in python else []
+    return with_catalog("\n".join([_GUIDE.format(name=name, python=python), *figures, *notes]),
+                        registry, budget_chars)
 
 
 def with_catalog(guide: str, registry: ToolRegistry, budget_chars: int = 6_000) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..engine.result import CellResult
+from .images import images_line
 
 __all__ = ["EVICTED", "REPLACED", "failed_to_run", "note", "noted", "render"]
 
@@ -52,7 +53,8 @@ def _defined(result: CellResult, reprs: Mapping[str, str] | None) -> str:
 
 
 def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
-    """What the model reads after a cell: notices, output, value, error, files. Never empty.
+    """What the model reads after a cell: notices, output, value, error, files, images. Never
+    empty.
 
     `reprs` maps names the cell defined to short descriptions, shown when nothing was printed;
     by default the ones the guest made (`result.described`).
@@ -76,6 +78,8 @@ def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
         more = len(result.files_written) - _SHOWN_FILES
         parts.append(f"[files written in /session] {shown}"
                      + (f" and {more} more" if more > 0 else ""))
+    if result.images:
+        parts.append(images_line(result) or "")
     silent = not (result.stdout or result.stderr or result.value is not None or result.error
                   or result.has_final)
     if silent:

@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..codetool import Reply
 from ..openai.toolset import ToolIsCode
 from ..prompt.tokens import TOKENIZER, count_tokens
 from ..tools.registry import ToolRegistry
@@ -122,9 +123,17 @@ class Repl:
         text = out.text
         self.say(f"--- the model reads ({count_tokens(text):,} tokens) ---")
         self.say(text)
+        self._where_images(out)
         if out.has_final:
             self.say(f"--- final answer: {out.final!r}")
         return text
+
+    def _where_images(self, out: Reply) -> None:
+        """Where each image the cell made is on this machine, to open it."""
+        folder = self.toolset.session().workdir if out.images else None
+        for image in out.images:
+            self.say(f"--- image: {folder / image.path} ({image.width}x{image.height} px, "
+                     f"{len(image.data):,} bytes)")
 
     def command(self, line: str) -> bool:
         """Run a `:command`; False means quit."""
