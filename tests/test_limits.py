@@ -104,3 +104,19 @@ def test_limits_are_validated():
         Limits(memory_bytes=1024)
     with pytest.raises(ValueError):
         Limits(timeout_s=0)
+
+
+BOMBS = ["d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 100\n    i += 1",
+         "chunks = []\nwhile True:\n    chunks.append(bytearray(4 * 1024 * 1024))",
+         "l = [0] * 10**9"]
+
+
+def test_memory_can_be_filled_and_freed_again_and_again():
+    """Running out again and again must never leave the session unable to free what it holds
+    (the extra room after the first MemoryError is given only once)."""
+    with Session([], limits=Limits(memory_bytes=128 * 2**20, timeout_s=120)) as s:
+        for bomb in [*BOMBS, *BOMBS]:
+            r = s.run(bomb)
+            assert r.error_type == "MemoryError", r.error
+            freed = s.run("for _n in ('d', 'chunks', 'l'):\n    globals().pop(_n, None)\nx = 1")
+            assert freed.ok, freed.error

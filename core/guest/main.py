@@ -168,7 +168,10 @@ class _Loop:
             except MemoryError:  # the report itself did not fit: send the one made in advance
                 result = self.reserve = None
                 reply = channel.request_encoded(self.oom_frame)
-            if self.reserve is None:  # the host has raised the limit a little by now (its grace)
+            # Taken back only after a command that had memory enough: right after running
+            # out, the reserve's room is what lets the next cell run `del big`.
+            if self.reserve is None and result is not None \
+                    and result.get("error_type") != "MemoryError":
                 try:
                     self.reserve = bytearray(_RESERVE_BYTES)
                 except MemoryError:
