@@ -83,20 +83,26 @@ def test_exit_with_sessions_still_open(tmp: Path) -> None:
 def test_close_while_a_cell_runs(tmp: Path) -> None:
     before = _listing(tmp)
     done = _run(tmp, """
-        import threading, time
+        import threading
         from tooliscode import Limits, Session, SessionClosed
-        s = Session([], limits=Limits(timeout_s=30))
+        began = threading.Event()
+
+        def started() -> None:
+            '''The cell is running.'''
+            began.set()
+
+        s = Session([started], limits=Limits(timeout_s=30))
         s.run("open('f.txt', 'w').write('x')")
 
         def run():
             try:
-                s.run("while True: open('g.txt', 'a').write('y')")
+                s.run("started()\\nwhile True: open('g.txt', 'a').write('y')")
             except SessionClosed as exc:
                 print("closed:", exc)
 
         runner = threading.Thread(target=run)
         runner.start()
-        time.sleep(0.3)
+        began.wait(60)
         s.close()
         runner.join(30)
         print(s.workdir.exists())

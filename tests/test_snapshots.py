@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from tooliscode import Session
@@ -109,11 +108,18 @@ def test_signed_snapshots_need_their_key(blob):
 
 
 def test_a_snapshot_waits_for_the_running_cell():
-    with Session([get_price]) as s:
+    began = threading.Event()
+
+    def started() -> None:
+        """The cell is running."""
+        began.set()
+
+    with Session([get_price, started]) as s:
         s.run("import time")
-        running = threading.Thread(target=s.run, args=("time.sleep(0.5)\ndone = True",))
+        running = threading.Thread(target=s.run,
+                                   args=("started()\ntime.sleep(0.5)\ndone = True",))
         running.start()
-        time.sleep(0.1)
+        assert began.wait(60)
         blob = s.snapshot()
         running.join()
     with Session.restore(blob, [get_price]) as r:

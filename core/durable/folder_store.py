@@ -35,20 +35,20 @@ class FolderStore(SessionStore):
         return self.folder / (hashlib.sha256(key.encode()).hexdigest()[:40] + suffix)
 
     def get(self, key: str) -> bytes | None:
-        try:
-            return self._path(key, ".snap").read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StoreUnavailable(f"reading the session store failed: {exc}") from exc
+        return self._read(self._path(key, ".snap"))
 
     def put(self, key: str, data: bytes) -> None:
         self._write(self._path(key, ".snap"), data)
         self._write(self._path(key, ".ver"), version_of(data).encode())
 
     def version(self, key: str) -> str | None:
+        data = self._read(self._path(key, ".ver"))
+        return data.decode() if data is not None else None
+
+    @staticmethod
+    def _read(path: Path) -> bytes | None:
         try:
-            return self._path(key, ".ver").read_text()
+            return path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:

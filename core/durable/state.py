@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.folder import INTERNAL_DIR
 from ..runtime import GUEST_DIR, Runtime
-from .envelope import SnapshotError, pack, unpack
+from .envelope import SnapshotError, pack
 
 if TYPE_CHECKING:
     from ..engine.session import Session
@@ -67,11 +67,10 @@ def capture(session: Session, call: Any, key: bytes | str | None) -> bytes:
                 runtime=fingerprint(session.runtime), meta=meta, key=key)
 
 
-def restore_into(session: Session, blob: bytes, call: Any, key: bytes | str | None
+def restore_into(session: Session, parts: dict[str, bytes], meta: dict[str, Any], call: Any
                  ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Load `blob` into the fresh `session`; returns what could not come along (name ->
-    why) and the names the guest now holds."""
-    parts, meta = unpack(blob, runtime=fingerprint(session.runtime), key=key)
+    """Load a snapshot's checked `parts` into the fresh `session`; returns what could not
+    come along (name -> why) and the names the guest now holds."""
     with tarfile.open(fileobj=io.BytesIO(parts.get("files", b"")), mode="r") as tar:
         tar.extractall(session.workdir, filter="data")
     host_path, guest_path = _paths(session)

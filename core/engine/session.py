@@ -155,12 +155,12 @@ class Session(Closing):
         from ..durable.state import fingerprint, restore_into, restore_notice
 
         runtime = resolve_runtime(runtime)
-        unpack(blob, runtime=fingerprint(runtime), key=key)  # checked before a guest starts
+        parts, meta = unpack(blob, runtime=fingerprint(runtime), key=key)  # before a guest starts
         session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
                 worker = session._ensure_worker()
-                missing, session._names = restore_into(session, blob, worker.call, key)
+                missing, session._names = restore_into(session, parts, meta, worker.call)
                 notice = restore_notice(missing, announce)
                 if notice:
                     session._notices.append(notice)

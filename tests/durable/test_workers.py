@@ -3,6 +3,7 @@ one is killed mid-cell, calls for one key race, and the store goes down."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tooliscode.durable import FolderStore
 
 from .conftest import free_port
 
@@ -54,6 +56,22 @@ class Worker:
             self.proc.wait(30)
 
 
+def _until_leased(folder: Path, key: str) -> None:
+    """Wait until some worker holds `key`'s lease in the folder store (its flock)."""
+    lock = FolderStore(folder)._path(key, ".lock")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if lock.exists():
+            with open(lock, "rb") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return
+                fcntl.flock(f, fcntl.LOCK_UN)
+        time.sleep(0.01)
+    raise AssertionError(f"no worker took the lease of {key!r}")
+
+
 @pytest.fixture
 def workers(request):
     made: list[Worker] = []
@@ -95,7 +113,7 @@ def test_a_call_racing_another_worker_waits_for_it(tmp_path, workers):
     key = "race"
     assert a.call(key, "z = 0")["ok"]
     a.send(key, "import time\ntime.sleep(1.5)\nz += 1")
-    time.sleep(0.3)
+    _until_leased(tmp_path, key)
     assert b.call(key, "z += 1\nprint(z)")["stdout"] == "2\n"  # after a's cell, not beside it
     assert a.reply()["ok"]
 
@@ -104,7 +122,7 @@ def test_a_call_that_cannot_wait_long_enough_fails_clearly(tmp_path, workers):
     a = workers("folder", str(tmp_path))
     b = workers("folder", str(tmp_path), wait_s=0.3)
     a.send("busy", "import time\ntime.sleep(3)")
-    time.sleep(0.5)
+    _until_leased(tmp_path, "busy")
     reply = b.call("busy", "print(1)")
     assert "LeaseHeld" in reply["error"] and "busy in another worker" in reply["error"]
     assert a.reply()["ok"]
