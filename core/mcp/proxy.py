@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +41,7 @@ from ..serve.apikey import require_key
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import ToolStub
 from .client import MCPServer
+from .stdio import on_signals, stdin_lines
 
 __all__ = ["SEARCH_TOOL_NAME", "CodeModeProxy", "Reply", "UpstreamError"]
 
@@ -68,8 +67,6 @@ _STATELESS_NOTE = ("this connection has no MCP session (protocol 2026-07-28), so
                    "ran in a fresh Python session: nothing is kept for the next call.")
 _SERVER_NOTE_CHARS = 1_500
 _STATE_KEY = "tooliscode.session"
-_LINE_LIMIT = 256 * 1024 * 1024
-"""The longest message a stdio client may send (a cell's code travels in one line)."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +184,7 @@ class CodeModeProxy:
         say = say or (lambda text: None)
         url = f"http://{host}:{port}/mcp"
         cancels: list[asyncio.Future[Any] | None] = [asyncio.current_task()]
-        stopped = _on_signals(lambda: cancels[-1] and cancels[-1].cancel())
+        stopped = on_signals(lambda: cancels[-1] and cancels[-1].cancel())
         try:
             async with self:
                 names = ", ".join(s.namespace for s in self.servers.values())
@@ -250,7 +247,7 @@ class CodeModeProxy:
         from mcp.server.stdio import stdio_server
 
         server = self.server()
-        async with stdio_server(stdin=await _stdin_lines()) as (read, write):
+        async with stdio_server(stdin=await stdin_lines()) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *,
@@ -351,46 +348,6 @@ def _content(types: Any, reply: Reply) -> list[Any]:
     return [types.TextContent(type="text", text=reply.text),
             *(types.ImageContent(type="image", data=base64_data(i), mime_type=i.mime)
               for i in reply.images)]
-
-
-def _on_signals(stop: Callable[[], object]) -> list[int]:
-    """Call `stop()` on SIGTERM and SIGINT (where the loop can listen for them); the returned
-    list collects the signals received."""
-    import signal
-
-    received: list[int] = []
-
-    def handle(sig: int) -> None:
-        received.append(sig)
-        stop()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, handle, sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
-            pass
-    return received
-
-
-async def _stdin_lines() -> Any:
-    """stdin as async lines read on the event loop, or `None` (the SDK's default) when it is
-    a file. The SDK reads stdin in a thread that cancelling cannot stop, so a server told to
-    stop (SIGTERM) would wait for the client's next line."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    pipe = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    except (ValueError, OSError, NotImplementedError):  # a regular file; Windows
-        pipe.close()
-        return None
-
-    async def lines() -> AsyncIterator[str]:
-        while line := await reader.readline():
-            yield line.decode("utf-8", errors="replace")
-
-    return lines()
 
 
 def _cut(text: str | None, limit: int = _SERVER_NOTE_CHARS) -> str:
