@@ -148,6 +148,31 @@ def _groupby_row() -> Row:
                "ok" if guest / native <= 3 else "over")
 
 
+_CHART = textwrap.dedent("""
+    import pandas as pd
+    df = pd.DataFrame({"month": ["jan", "feb", "mar"], "sales": [3, 5, 4]})
+    ax = df.plot.bar(x="month", y="sales", title="sales")
+""")
+
+
+def _chart_row(samples: int = 5) -> Row:
+    """A new session's first chart (a pandas bar chart saved as a PNG; one new session a
+    second), against the same session's second."""
+    first, second = [], []
+    for _ in range(samples):
+        time.sleep(1.0)
+        start = time.perf_counter()
+        with Session([], runtime="data", limits=Limits(timeout_s=120)) as s:
+            for times in (first, second):
+                r = s.run(_CHART)
+                assert r.ok and len(r.images) == 1, r.error
+                times.append(time.perf_counter() - start)
+                start = time.perf_counter()
+    return Row("first chart in a new session (pandas bar chart to PNG, 1/s), data",
+               f"{statistics.median(first) * 1e3:.0f} ms with the session's start (the next "
+               f"one {statistics.median(second) * 1e3:.0f} ms)", "-", "info")
+
+
 def _in_guest(name: str, code: str) -> float:
     with Session([], runtime=name, limits=Limits(timeout_s=120)) as s:
         r = s.run(code)
@@ -215,6 +240,7 @@ def rows(compile_data: bool = False) -> list[Row]:
                    f"{pandas_ms:.1f} ms ({with_session_ms:.1f} ms with the session's start)",
                    "<= 50 ms", "ok" if pandas_ms <= 50 else "over"))
     out.append(_groupby_row())
+    out.append(_chart_row())
     native_loop = _native(_LOOP)
     for name in ("data", "default"):
         loop = _in_guest(name, _LOOP)
