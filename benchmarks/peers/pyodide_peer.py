@@ -97,9 +97,11 @@ def rows(groupby: str) -> list[Row]:
                        "info"))
     else:
         needed = found["fetched"][0] if found["fetched"] else "; ".join(found["errors"])
+        # checked by hand: PyPI has pandas wheels for pyodide 0.27 (pyemscripten_2024_0), but
+        # numpy has no pyodide wheel on PyPI, and pyodide's npm package carries none
         out.append(Row("pandas groupby-sum 100k rows: pyodide", "not run: pyodide loads numpy "
-                       f"and pandas from {needed} (not on PyPI or npm), unreachable here", "-",
-                       "info"))
+                       f"and pandas from {needed}, unreachable here (numpy's pyodide wheel is on "
+                       "neither PyPI nor npm)", "-", "info"))
     env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "DENO_DIR": str(python.parents[1] / "deno-dir")}
     try:
