@@ -2,7 +2,7 @@
 (`code_sandbox`, an MCP server on Deno) and LangChain's `langchain-sandbox` (`PyodideSandbox`,
 Deno running a JSR package), each timed from its start to the result of a `print(1)` and, when
 that works, of the pandas groupby of bench_data.py. Runs in the pyodide environment that
-peers/pyodide.py makes; prints one JSON object: per sandbox its seconds or its error.
+peers/pyodide_peer.py makes; prints one JSON object: per sandbox its seconds or its error.
 
     python pyodide_sandboxes.py '{"groupby": "...", "timeout_s": 120}'
 """

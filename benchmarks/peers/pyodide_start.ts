@@ -1,6 +1,6 @@
 // Pyodide, the interpreter under mcp-run-python and langchain-sandbox, in Deno: new interpreters
 // to a first result, then the pandas groupby of bench_data.py if pandas can be loaded. Pyodide's
-// own version is the one mcp-run-python pins. Prints one JSON object; run by peers/pyodide.py.
+// own version is the one mcp-run-python pins. Prints one JSON object; run by peers/pyodide_peer.py.
 //
 //   deno run --cached-only -A pyodide_start.ts '{"samples": 5, "groupby": "..."}'
 
