@@ -96,7 +96,9 @@ def rows(groupby: str) -> list[Row]:
                        "ours (data)", f"{pyo * 1e3:.2f} vs {ours_groupby_s * 1e3:.2f} ms", "-",
                        "info"))
     else:
-        needed = found["fetched"][0] if found["fetched"] else "; ".join(found["errors"])
+        wheels = sorted(url.rpartition("/")[2] for url in found["fetched"])
+        needed = (f"{found['fetched'][0].rpartition('/')[0]}/ ({', '.join(wheels)})" if wheels
+                  else "; ".join(found["errors"]))
         # checked by hand: PyPI has pandas wheels for pyodide 0.27 (pyemscripten_2024_0), but
         # numpy has no pyodide wheel on PyPI, and pyodide's npm package carries none
         out.append(Row("pandas groupby-sum 100k rows: pyodide", "not run: pyodide loads numpy "
