@@ -12,8 +12,12 @@
    of calling a tool (LangChain `invoke`, PydanticAI's `ToolManager.handle_call`, the Agents
    SDK's function span and `invoke_function_tool`) is timed on its own, outside any sandbox;
    what is left is the adapter's own overhead.
+3. The pyodide sandboxes (mcp-run-python, langchain-sandbox, pyodide itself in Deno), in their
+   own environment: start time to a first result and the pandas groupby, beside the data
+   runtime's (peers/pyodide_peer.py).
 
 Run: python benchmarks/bench_peers.py [--runs 20] [--pause 0.3] [--calls 200] [--no-peer]
+     [--no-pyodide]
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
+import pyodide_peer  # noqa: E402
 from _util import Row, machine, table  # noqa: E402
 from agent_runs import OneCall, Side, get_order, measure  # noqa: E402
 from agents import function_tool  # noqa: E402
@@ -39,6 +44,7 @@ from agents.tool import invoke_function_tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
 from agents.tracing import function_span, set_trace_processors, trace  # noqa: E402
 from agents.usage import Usage  # noqa: E402
+from bench_data import GROUPBY  # noqa: E402
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager  # noqa: E402
 from langchain_core.runnables.config import patch_config  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
@@ -259,7 +265,7 @@ def ms(seconds: float) -> str:
 
 
 async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: int = 9,
-                peer: bool = True) -> list[Row]:
+                peer: bool = True, pyodide: bool = True) -> list[Row]:
     """The peer comparison and the adapters' per-call overhead, as table rows."""
     rows: list[Row] = []
 
@@ -321,6 +327,8 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
                             f"own dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"))
             rows.append(Row(f"{framework} {kind} tool: the adapter's own overhead", ms(own),
                             "<= 0.15 ms", "ok" if own <= 0.00015 else "over"))
+    if peer and pyodide:
+        rows += await asyncio.to_thread(pyodide_peer.rows, GROUPBY)
     return rows
 
 
@@ -332,9 +340,11 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="tool calls per timed loop")
     parser.add_argument("--rounds", type=int, default=9, help="rounds of the per-call probes")
     parser.add_argument("--no-peer", action="store_true", help="skip pydantic-ai-harness")
+    parser.add_argument("--no-pyodide", action="store_true", help="skip the pyodide sandboxes")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    rows = await arows(args.runs, args.pause, args.calls, args.rounds, not args.no_peer)
+    rows = await arows(args.runs, args.pause, args.calls, args.rounds, not args.no_peer,
+                       not args.no_pyodide)
     print(table(rows))
 
 

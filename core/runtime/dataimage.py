@@ -1,5 +1,6 @@
 """The `data` runtime's start image: a guest that booted our guest code and imported numpy,
-pandas and asyncio, saved once so every new guest starts from it with pandas ready.
+pandas, matplotlib's pyplot and asyncio, saved once so every new guest starts from it with
+pandas and charts ready.
 
 The image is made by a guest that runs nothing but our boot code and those imports: no
 model-written code ever ran in it. It is keyed by the compiled module, the boot code and what
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -21,30 +23,62 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
-from .base import GuestSpec, GuestTrap
+from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
 from .memimage import SUPPORTED, MemoryImage, capture
 
 if TYPE_CHECKING:
     from .wasi_python import DataInstance, DataRuntime
 
-__all__ = ["Images"]
+__all__ = ["Images", "PRELOAD"]
 
 log = logging.getLogger("tooliscode")
 
+PRELOAD = ("numpy", "pandas", "matplotlib.pyplot")
+"""What a new data guest has imported already: pandas, and pyplot with its font list built
+(seconds in every session otherwise)."""
 _BUILD_MEMORY = 1 << 30
 _BUILD_TIMEOUT_S = 300.0
 _BOOT_REQUEST = b'{"op":"boot"}'
 
 
+_MPL_CONFIG = f"{GUEST_DIR}/.tooliscode/matplotlib"
+"""Where a Session lends matplotlib its config folder (engine/session.py): the image's
+matplotlib keeps the folder it saw at import."""
+_MPL_SETUP = ("import os\nos.environ['MPLCONFIGDIR'] = {folder!r}\n")
+_MPL_DONE = ("import matplotlib\nmatplotlib.get_backend()  # chosen now (Agg), not at a "
+             "session's first figure\ndel os.environ['MPLCONFIGDIR'], os, matplotlib\n")
+
+
 def _preload_source(modules: tuple[str, ...]) -> str:
-    return (f"import gc, importlib\nfor _m in {list(modules)!r}:\n"
-            "    importlib.import_module(_m)\n"
+    # matplotlib builds its font list at import: seconds, in every session, unless the image
+    # carries it (the list's cache file is written into the build's own folder and dropped)
+    mpl = any(m.partition(".")[0] == "matplotlib" for m in modules)
+    return ((_MPL_SETUP.format(folder=_MPL_CONFIG) if mpl else "") +
+            f"import gc, importlib\nfor _m in {list(modules)!r}:\n"
+            "    importlib.import_module(_m)\n" + (_MPL_DONE if mpl else "") +
             "import asyncio  # the guest's import hook installs its event loop on it\n"
             "del _m, asyncio, importlib\ngc.collect()\n"
             # what is already there is never collected: a guest's collections then leave the
             # image's pages alone (shared, and not faulted in)
             "gc.freeze()\ndel gc\n")
+
+
+def _drop_cached(path: Path) -> None:
+    """Written in one go, the file sits in the page cache in large folios, and every guest
+    mapping it then maps (and counts in its RSS) each whole folio it touches: up to 2 MiB for
+    a word read. Dropped, its pages come back from disk in small pieces as guests read them."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)  # only written-back pages can be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except (OSError, AttributeError):  # no posix_fadvise: an RSS figure, not a fault
+        pass
+    finally:
+        os.close(fd)
 
 
 class Images:
@@ -124,6 +158,7 @@ class Images:
                                   f"{', '.join(self.preload)} imported",
                                   "once, in the background", "about 5 s") as note:
                         write_private(path, self._boot_and_import(spec))
+                        _drop_cached(path)
                         note(f"{path.stat().st_size / 1e6:.0f} MB at {path}")
             image = MemoryImage(path)
         except (GuestTrap, OSError, ValueError, wasmtime.WasmtimeError) as exc:

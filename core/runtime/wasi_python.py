@@ -22,7 +22,7 @@ import wasmtime
 from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import load_module
 from .datafiles import INSTALL_HINT, DataFiles, data_files
-from .dataimage import Images
+from .dataimage import PRELOAD, Images
 from .epoch import EpochTicker
 from .hostcall import HostAlloc, define_host_call
 from .memimage import MemoryImage
@@ -171,7 +171,7 @@ class DataRuntime(WasmtimeRuntime):
     layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
     """What a memory image depends on besides the module and the boot code."""
 
-    def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = ("numpy", "pandas")):
+    def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = PRELOAD):
         self.files = data_files()
         self.wasm = self.files.snapshot
         self.engine = _engine()

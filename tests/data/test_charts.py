@@ -69,6 +69,21 @@ def test_show_open_figures_and_savefig(data_runtime):
         assert s.run("import os\ndict(os.environ)").value == "{}"  # MPLCONFIGDIR was lent
 
 
+def test_a_new_session_has_pyplot_and_its_font_list_from_the_image(data_runtime):
+    with Session([], runtime=data_runtime, limits=Limits(timeout_s=120)) as s:
+        ready = s.run("import sys\n('matplotlib.font_manager' in sys.modules, "
+                      "'matplotlib.pyplot' in sys.modules)")
+        assert ready.value == "(True, True)"
+        r = s.run("import os, matplotlib, matplotlib.font_manager as fm\n"
+                  "(len(fm.fontManager.ttflist) > 10, matplotlib.get_backend(), "
+                  "matplotlib.get_cachedir(), dict(os.environ))")
+        assert r.value == "(True, 'Agg', '/session/.tooliscode/matplotlib', {})", r.error
+        chart = s.run(CHART)
+        assert chart.ok and chart.stderr == "" and len(chart.images) == 1
+        _is_chart(chart.images[0].data)
+        assert [f.path for f in s.files()] == ["figures/figure-3-1.png"]  # no font cache here
+
+
 def test_a_big_figure_is_saved_smaller_with_a_notice(data_runtime):
     limits = Limits(timeout_s=120, image_bytes=40_000, image_pixels=1_000_000)
     with Session([], runtime=data_runtime, limits=limits) as s:
