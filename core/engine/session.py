@@ -140,7 +140,7 @@ class Session(Closing):
         self._check_open()
         with self._turn:
             worker = self._ensure_worker()
-            return capture(self, worker.call, key)
+            return capture(self, worker, key)
 
     @classmethod
     def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
@@ -151,17 +151,16 @@ class Session(Closing):
         host objects, not state). A damaged, foreign or tampered snapshot raises
         `SnapshotError` before anything of it runs. The next result tells the model what
         could not come along (and, with `announce`, that the session was restored)."""
-        from ..durable.envelope import unpack
-        from ..durable.state import fingerprint, restore_into, restore_notice
+        from ..durable.state import open_snapshot, restore_notice
 
         runtime = resolve_runtime(runtime)
-        parts, meta = unpack(blob, runtime=fingerprint(runtime), key=key)  # before a guest starts
+        opened = open_snapshot(blob, runtime, limits or Limits(), key)  # before a guest starts
         session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
                 worker = session._ensure_worker()
-                missing, session._names = restore_into(session, parts, meta, worker.call)
-                notice = restore_notice(missing, announce)
+                missing, session._names = opened.into(session, worker)
+                notice = restore_notice(missing, announce, whole=opened.exact is not None)
                 if notice:
                     session._notices.append(notice)
         except BaseException:

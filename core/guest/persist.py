@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dump", "load"]
+__all__ = ["dump", "load", "lost_files"]
 
 _FORMAT = 1
 _globals: dict[str, Any] = {}
@@ -205,3 +205,37 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
     ns.update(marshal.loads(state["plain"]))
     ns.update(values)
     return failed
+
+
+def lost_files(values: dict[str, Any]) -> dict[str, str]:
+    """The open files among `values`, after the interpreter moved to a new process: their
+    descriptors did not come along. Each number is taken by a placeholder (a folder, so reads
+    and writes fail) so that a stale file object never reaches a file opened later."""
+    lost, numbers = {}, set()
+    for name, value in values.items():
+        if isinstance(value, io.IOBase) and not value.closed:
+            lost[name] = "an open file (open it again)"
+            try:
+                numbers.add(value.fileno())
+            except (OSError, ValueError):
+                pass
+    if numbers:
+        _hold(numbers)
+    return lost
+
+
+def _hold(numbers: set[int]) -> None:
+    import os
+
+    spare = []
+    try:
+        for _ in range(max(numbers) + 1):  # new descriptors count up from the lowest free one
+            fd = os.open(".", os.O_RDONLY)
+            if fd not in numbers:
+                spare.append(fd)
+            if fd >= max(numbers):
+                break
+    except OSError:
+        pass
+    for fd in spare:
+        os.close(fd)
