@@ -90,19 +90,37 @@ def _xor(a: Sequence[int] | memoryview | bytes, b: memoryview | bytes, n: int) -
     return (int.from_bytes(a, "little") ^ int.from_bytes(b, "little")).to_bytes(n, "little")
 
 
+def _differing(memory: memoryview, base: memoryview, first: int, count: int
+               ) -> list[tuple[int, int]]:
+    """The runs of pages in [first, first + count) that differ from the image: a page that
+    was written back as it was (a count up and down again) costs nothing to leave out."""
+    out: list[tuple[int, int]] = []
+    for page in range(first, first + count):
+        at = page * PAGE
+        if memory[at:at + PAGE].tobytes() != base[at:at + PAGE].tobytes():
+            if out and out[-1][0] + out[-1][1] == page:
+                out[-1] = (out[-1][0], out[-1][1] + 1)
+            else:
+                out.append((page, 1))
+    return out
+
+
 def take(address: int, size: int, base: memoryview) -> Delta:
     """The delta of the memory at `address` (between turns) against the image `base`."""
     memory = _view(address, size)
-    runs = _runs(address, size, len(base))
-    xor, new = [], []
-    for first, count in runs:
-        start, end = first * PAGE, (first + count) * PAGE
-        if end <= len(base):
-            xor.append(_xor(memory[start:end], base[start:end], end - start))
-        else:
-            new.append(memory[start:end])
+    kept, xor, new = [], [], []
     try:
-        return Delta(size, b"".join(_RUN.pack(*r) for r in runs), b"".join(xor), b"".join(new))
+        for first, count in _runs(address, size, len(base)):
+            start, end = first * PAGE, (first + count) * PAGE
+            if end > len(base):
+                kept.append((first, count))
+                new.append(memory[start:end])
+                continue
+            for run in _differing(memory, base, first, count):
+                kept.append(run)
+                start, end = run[0] * PAGE, (run[0] + run[1]) * PAGE
+                xor.append(_xor(memory[start:end], base[start:end], end - start))
+        return Delta(size, b"".join(_RUN.pack(*r) for r in kept), b"".join(xor), b"".join(new))
     finally:
         memory.release()
 

@@ -88,7 +88,7 @@ class Opened:
     def into(self, session: Session, worker: Worker) -> tuple[dict[str, str], tuple[str, ...]]:
         """Load the snapshot into the fresh `session`; returns what could not come along
         (name -> why) and the names the guest now holds."""
-        with tarfile.open(fileobj=io.BytesIO(self.parts.get("files", b"")), mode="r") as tar:
+        with tarfile.open(fileobj=io.BytesIO(self.parts.get("files", b"")), mode="r:") as tar:
             tar.extractall(session.workdir, filter="data")
         if self.exact is not None:
             return self.exact.into(worker, session._setup_message())
