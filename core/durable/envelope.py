@@ -16,7 +16,8 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Union
 
 from ..errors import ToolIsCodeError
 
@@ -47,28 +48,39 @@ def _tag(body: bytes | memoryview, key: bytes | None) -> bytes:
     return hmac.new(key, body, hashlib.sha256).digest()
 
 
-def pack(parts: Mapping[str, bytes], *, runtime: str, meta: Mapping[str, object] | None = None,
+Data = Union[bytes, memoryview, Sequence[Union[bytes, memoryview]]]
+"""A part's bytes, or its pieces in order (joined only into the snapshot itself)."""
+
+
+def _pieces(data: Data) -> Sequence[bytes | memoryview]:
+    return [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+
+def pack(parts: Mapping[str, Data], *, runtime: str, meta: Mapping[str, object] | None = None,
          key: bytes | str | None = None, level: int = 1,
-         stored: Mapping[str, bytes | memoryview] | None = None) -> bytes:
+         stored: Mapping[str, Data] | None = None) -> bytes:
     """Seal `parts` for `runtime` (its fingerprint: a snapshot restores only there).
 
     `key` (or `TOOLISCODE_SNAPSHOT_KEY`) signs it; `level` is zlib's (1 is the fastest the
     standard library has). `stored` parts go in as they are: data that compresses slower than
     it travels (new pages of a guest's memory)."""
     secret = _key(key)
-    chunks = []
+    squeeze = zlib.compressobj(level)
+    packed = []
     for name, data in parts.items():
-        raw = name.encode()
-        chunks += [_PART.pack(len(raw), len(data)), raw, data]
-    packed = zlib.compress(b"".join(chunks), level)
-    plain = dict(stored or {})
+        raw, pieces = name.encode(), _pieces(data)
+        packed.append(squeeze.compress(_PART.pack(len(raw), sum(map(len, pieces))) + raw))
+        packed += [squeeze.compress(piece) for piece in pieces]
+    packed.append(squeeze.flush())
+    plain = {name: _pieces(data) for name, data in (stored or {}).items()}
     header = {"format": FORMAT, "runtime": runtime, "signed": secret is not None,
               "meta": dict(meta or {})}
     if plain:
-        header["stored"] = [[name, len(data)] for name, data in plain.items()]
-        header["packed"] = len(packed)
+        header["stored"] = [[name, sum(map(len, pieces))] for name, pieces in plain.items()]
+        header["packed"] = sum(map(len, packed))
     head = json.dumps(header, sort_keys=True).encode()
-    pieces = [MAGIC + _U32.pack(len(head)) + head, packed, *plain.values()]
+    pieces = [MAGIC + _U32.pack(len(head)) + head, *packed,
+              *(piece for group in plain.values() for piece in group)]
     check = hmac.new(secret, digestmod=hashlib.sha256) if secret is not None else hashlib.sha256()
     for piece in pieces:
         check.update(piece)

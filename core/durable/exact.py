@@ -83,7 +83,7 @@ def capture(session: Session, worker: Worker, image: MemoryImage, files: bytes,
         delta = pages.take(address, size, base)
         parts = {"files": files, "runs": delta.runs, "xor": delta.xor}
         stored = {}
-        if len(delta.new) <= COMPRESS_NEW:
+        if sum(map(len, delta.new)) <= COMPRESS_NEW:
             parts["new"] = delta.new
         else:
             stored["new"] = delta.new

@@ -48,10 +48,11 @@ class Delta:
     """The memory's length in bytes."""
     runs: bytes
     """(first page, page count) pairs, u32 little-endian, in order."""
-    xor: bytes
-    """The runs inside the image, XORed with it."""
-    new: bytes
-    """The runs past the image's end, as they are."""
+    xor: bytes | list[bytes]
+    """The runs inside the image, XORed with it (in pieces, as `take` makes them)."""
+    new: bytes | memoryview | list[memoryview]
+    """The runs past the image's end, as they are (from `take`: views into the memory, valid
+    until the guest runs again)."""
 
 
 def _view(address: int, size: int) -> memoryview:
@@ -107,22 +108,19 @@ def _differing(memory: memoryview, base: memoryview, first: int, count: int
 
 def take(address: int, size: int, base: memoryview) -> Delta:
     """The delta of the memory at `address` (between turns) against the image `base`."""
-    memory = _view(address, size)
+    memory = _view(address, size)  # not released: `new` holds views into it
     kept, xor, new = [], [], []
-    try:
-        for first, count in _runs(address, size, len(base)):
-            start, end = first * PAGE, (first + count) * PAGE
-            if end > len(base):
-                kept.append((first, count))
-                new.append(memory[start:end])
-                continue
-            for run in _differing(memory, base, first, count):
-                kept.append(run)
-                start, end = run[0] * PAGE, (run[0] + run[1]) * PAGE
-                xor.append(_xor(memory[start:end], base[start:end], end - start))
-        return Delta(size, b"".join(_RUN.pack(*r) for r in kept), b"".join(xor), b"".join(new))
-    finally:
-        memory.release()
+    for first, count in _runs(address, size, len(base)):
+        start, end = first * PAGE, (first + count) * PAGE
+        if end > len(base):
+            kept.append((first, count))
+            new.append(memory[start:end])
+            continue
+        for run in _differing(memory, base, first, count):
+            kept.append(run)
+            start, end = run[0] * PAGE, (run[0] + run[1]) * PAGE
+            xor.append(_xor(memory[start:end], base[start:end], end - start))
+    return Delta(size, b"".join(_RUN.pack(*r) for r in kept), xor, new)
 
 
 def apply(delta: Delta, address: int, size: int, base: memoryview) -> None:

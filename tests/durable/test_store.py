@@ -177,8 +177,9 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory():
     memory[3 * PAGE + 5] ^= 0xFF
     memory[7 * PAGE] ^= 0x01
     memory[10 * PAGE:11 * PAGE + 123] = b"\x07" * (PAGE + 123)  # past the image: new pages
-    delta = take(address, len(memory), memoryview(base))
+    taken = take(address, len(memory), memoryview(base))
     current = bytes(memory)  # after: reading a page never written maps it (zero) too
+    delta = Delta(taken.size, taken.runs, b"".join(taken.xor), b"".join(taken.new))
     assert delta.size == len(current)
     assert len(delta.xor) == 2 * PAGE  # written pages equal to the image are left out
     assert len(delta.new) == 2 * PAGE  # the untouched zero pages past them too
