@@ -103,14 +103,15 @@ class Plan:
     delta: pages.Delta
     names: tuple[str, ...]
 
-    def into(self, worker: Worker, setup: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
-        """Make the new guest of `worker` the snapshot's interpreter; returns what could not
-        come along (name -> why) and the names it holds."""
+    def first(self, worker: Worker, setup: dict[str, Any]) -> dict[str, Any]:
+        """Make the new guest of `worker` the snapshot's interpreter, before it runs; returns
+        the command that gives it the session's tools and limits without clearing it."""
         image, base, delta = self.image, self.base, self.delta
 
         def put(instance: Any) -> None:
             instance.grow_to(delta.size)
             instance.map_image(image)  # the start image again, over whatever the guest did
+            instance.restored()
             address, size = instance.memory_span()
             pages.zero(address + image.size, size - image.size)
             pages.apply(delta, address, size, base)
@@ -120,13 +121,15 @@ class Plan:
         except ValueError as exc:
             worker.stop("crash")  # its memory is half written: it must not run
             raise SnapshotError(f"the snapshot's memory could not be applied: {exc}") from None
-        reply = worker.call({**setup, "op": "rebind"})
+        return {**setup, "op": "rebind"}
+
+    def outcome(self, reply: Any) -> tuple[dict[str, str], tuple[str, ...]]:
+        """What could not come along (name -> why) and the names the guest holds, from its
+        answer to the command `first` gave."""
         if not isinstance(reply, dict) or not reply.get("ok"):
             error = reply.get("error") if isinstance(reply, dict) else reply
-            worker.stop("crash")
             raise SnapshotError(f"the restored guest could not take the tools: {error}")
-        lost = reply.get("lost")
-        names = reply.get("names")
+        lost, names = reply.get("lost"), reply.get("names")
         return ({str(k): str(v) for k, v in lost.items()} if isinstance(lost, dict) else {},
                 tuple(n for n in names if isinstance(n, str)) if isinstance(names, list)
                 else self.names)

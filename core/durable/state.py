@@ -85,13 +85,21 @@ class Opened:
     meta: dict[str, Any]
     exact: exact.Plan | None
 
-    def into(self, session: Session, worker: Worker) -> tuple[dict[str, str], tuple[str, ...]]:
+    @property
+    def first(self) -> Any:
+        """For an exact snapshot: what the new session does with its first guest before
+        giving it the tools (see `exact.Plan.first`)."""
+        return self.exact.first if self.exact is not None else None
+
+    def into(self, session: Session, worker: Worker, first_reply: Any
+             ) -> tuple[dict[str, str], tuple[str, ...]]:
         """Load the snapshot into the fresh `session`; returns what could not come along
-        (name -> why) and the names the guest now holds."""
+        (name -> why) and the names the guest now holds. `first_reply`: what the guest said
+        to the command `first` gave."""
         with tarfile.open(fileobj=io.BytesIO(self.parts.get("files", b"")), mode="r:") as tar:
             tar.extractall(session.workdir, filter="data")
         if self.exact is not None:
-            return self.exact.into(worker, session._setup_message())
+            return self.exact.outcome(first_reply)
         host_path, guest_path = _paths(session)
         host_path.write_bytes(self.parts.get("state", b""))
         try:

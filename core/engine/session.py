@@ -10,7 +10,7 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,11 @@ class Session(Closing):
     folder (`workdir`) is the guest's working directory, `/session`; it is deleted on
     `close()` unless you passed your own.
     """
+
+    _first: Callable[[Worker, dict[str, Any]], dict[str, Any]] | None = None
+    """Set by `restore` before `__init__`: prepares the first guest and gives the command that
+    replaces its setup (an exact snapshot's memory goes in before the guest runs at all)."""
+    _first_reply: Any = None
 
     def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
                  workdir: str | Path | None = None, runtime: Runtime | str | None = None):
@@ -155,11 +160,13 @@ class Session(Closing):
 
         runtime = resolve_runtime(runtime)
         opened = open_snapshot(blob, runtime, limits or Limits(), key)  # before a guest starts
-        session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
+        session = cls.__new__(cls)
+        session._first = opened.first
+        session.__init__(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
                 worker = session._ensure_worker()
-                missing, session._names = opened.into(session, worker)
+                missing, session._names = opened.into(session, worker, session._first_reply)
                 notice = restore_notice(missing, announce, whole=opened.exact is not None)
                 if notice:
                     session._notices.append(notice)
@@ -232,8 +239,10 @@ class Session(Closing):
         # would keep a dropped, unclosed session alive through the guest's thread.
         worker.ops = functools.partial(_route, self.registry)
         self._state.worker = worker
-        reply = worker.submit(Command(self._setup_message(), before=worker.configure(self.limits))
-                              ).result(60)
+        first, self._first = self._first, None
+        message = self._setup_message() if first is None else first(worker, self._setup_message())
+        reply = worker.submit(Command(message, before=worker.configure(self.limits))).result(60)
+        self._first_reply = reply if first is not None else None
         if not isinstance(reply, dict) or not reply.get("ok"):
             raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
 

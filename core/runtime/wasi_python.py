@@ -132,6 +132,11 @@ class DataInstance(WasmtimeInstance):
         if size > have:
             self._memory_handle.grow(self._store, -(-(size - have) // 65536))
 
+    def restored(self) -> None:
+        """Its memory is now an exact snapshot's (between turns): it keeps that interpreter's
+        random state, so the reseed a guest new from the image gets is dropped."""
+        self._prefix = ""
+
     def memory_span(self) -> tuple[int, int]:
         """Where this guest's linear memory lies in the host process, and its length (for
         exact snapshots, taken and restored between turns only)."""
