@@ -92,8 +92,9 @@ def _compressor_row() -> Row:
         s.run(TEN_MB)
         worker = s._state.worker
         image = exact.image_of(worker)
-        base = exact._opened(image.path)[2]
-        delta = worker.between_turns(lambda guest: pages.take(*guest.memory_span(), base))
+        opened = exact._opened(image.path)
+        delta = worker.between_turns(lambda guest: pages.take(
+            *guest.memory_span(), opened.base, opened.empty, exact.XOR_LIMIT))
     found = []
     for name, data in (("written, XORed", delta.xor), ("new", delta.new)):
         for level in (1, 6):

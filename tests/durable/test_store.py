@@ -177,7 +177,7 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory():
     memory[3 * PAGE + 5] ^= 0xFF
     memory[7 * PAGE] ^= 0x01
     memory[10 * PAGE:11 * PAGE + 123] = b"\x07" * (PAGE + 123)  # past the image: new pages
-    taken = take(address, len(memory), memoryview(base))
+    taken = take(address, len(memory), memoryview(base), bytes(10), 1 << 20)
     current = bytes(memory)  # after: reading a page never written maps it (zero) too
     delta = Delta(taken.size, taken.runs, b"".join(taken.xor), b"".join(taken.new))
     assert delta.size == len(current)
