@@ -17,7 +17,6 @@ import os
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Union
 
 from ..errors import ToolIsCodeError
 
@@ -48,7 +47,7 @@ def _tag(body: bytes | memoryview, key: bytes | None) -> bytes:
     return hmac.new(key, body, hashlib.sha256).digest()
 
 
-Data = Union[bytes, memoryview, Sequence[Union[bytes, memoryview]]]
+Data = bytes | memoryview | Sequence[bytes | memoryview]
 """A part's bytes, or its pieces in order (joined only into the snapshot itself)."""
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import io
 import tarfile
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine.folder import INTERNAL_DIR

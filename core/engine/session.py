@@ -139,6 +139,8 @@ class Session(Closing):
         """The session's whole state as bytes (variables, what the cells defined, imports,
         the folder's files), for `Session.restore` in any process. Waits for a running cell.
 
+        On the data runtime it is the interpreter itself (its memory, as a delta against the
+        start image): everything comes back exactly, generators and random state included.
         Signed with `key` (or `TOOLISCODE_SNAPSHOT_KEY`) when given."""
         from ..durable.state import capture
 
@@ -154,7 +156,8 @@ class Session(Closing):
                 announce: bool = True) -> Session:
         """A live session with the state `blob` holds; the tools are given again (they are
         host objects, not state). A damaged, foreign or tampered snapshot raises
-        `SnapshotError` before anything of it runs. The next result tells the model what
+        `SnapshotError` before anything of it runs, as is an exact (data-runtime) snapshot
+        whose start image this machine does not have. The next result tells the model what
         could not come along (and, with `announce`, that the session was restored)."""
         from ..durable.state import open_snapshot, restore_notice
 

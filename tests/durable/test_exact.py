@@ -184,3 +184,14 @@ def test_two_workers_alternate_on_one_exact_conversation(redis_url, workers):  #
     with Session([bump], runtime="data", limits=LIMITS) as here:  # the same steps, unmoved
         here.run(setup)
         assert [o["stdout"] for o in outputs] == [here.run(step).stdout for _ in range(4)]
+
+
+def test_a_data_guest_without_the_start_image_snapshots_its_variables(data_runtime):
+    small = Limits(timeout_s=60, memory_bytes=48 * 2**20)  # below the image: a bare start
+    with Session([bump], runtime=data_runtime, limits=small) as s:
+        assert s.run("x = bump(1)\ng = (i for i in range(3))").ok
+        blob = s.snapshot()
+    assert unpack(blob, runtime=fingerprint(data_runtime))[1].get("kind") is None
+    with Session.restore(blob, [bump], runtime=data_runtime, limits=small) as s:
+        r = s.run("print(x)")
+        assert r.stdout == "101\n" and "g: a generator" in r.notices[0]
