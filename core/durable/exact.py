@@ -136,8 +136,8 @@ class Plan:
 
         try:
             worker.between_turns(put)
-        except ValueError as exc:
-            worker.stop("crash")  # its memory is half written: it must not run
+        except Exception as exc:  # noqa: BLE001 - a damaged delta, or memory not to be had
+            worker.stop("crash")  # its memory may be half written: it must not run
             raise SnapshotError(f"the snapshot's memory could not be applied: {exc}") from None
         return {**setup, "op": "rebind"}
 

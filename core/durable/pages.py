@@ -76,12 +76,19 @@ def _written(address: int, size: int) -> bytes | None:
     return entries[7::8].translate(_WRITTEN)
 
 
-def _runs(address: int, size: int, empty: bytes) -> list[tuple[int, int, int]]:
+def _compared(memory: memoryview, base: memoryview) -> bytes:
+    """Without a page map: the pages that differ from the image, and all pages past it."""
+    pages, inside = len(memory) // PAGE, len(base) // PAGE
+    return bytes(memory[at:at + PAGE].tobytes() != base[at:at + PAGE].tobytes()
+                 for at in range(0, inside * PAGE, PAGE)) + b"\x01" * (pages - inside)
+
+
+def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes
+          ) -> list[tuple[int, int, int]]:
     """Runs of written pages as (first, count, over free memory): `empty` flags the image's
-    zero pages, and every page past its end counts as free. All pages count as written where
-    the page map cannot be read."""
-    pages = size // PAGE
-    written = _written(address, size) or b"\x01" * pages
+    zero pages, and every page past its end counts as free."""
+    pages = len(memory) // PAGE
+    written = _written(address, len(memory)) or _compared(memory, base)
     free = empty[:pages] + b"\x01" * (pages - len(empty))
     # Each byte is 0 or 1, so the AND of the two numbers is their AND page by page, and
     # adding it marks written free pages 2 without a carry.
@@ -125,7 +132,7 @@ def take(address: int, size: int, base: memoryview, empty: bytes, xor_limit: int
     xor: list[bytes] = []
     new: list[memoryview] = []
     budget = xor_limit
-    for first, count, raw in _runs(address, size, empty):
+    for first, count, raw in _runs(memory, address, base, empty):
         runs = [(first, count, AS_IS)] if raw or budget <= 0 else \
             _differing(memory, base, first, count)
         for first, count, kind in runs:
