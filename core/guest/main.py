@@ -77,11 +77,12 @@ class Guest:
         descriptors stayed with the old process."""
         from . import persist
 
-        runner = self.runner
+        runner, setup = self.runner, {**msg, "op": "setup"}
         kept = {k: runner.ns[k] for k in runner.ns.keys() - runner.baseline}
-        reply = self.handle({**msg, "op": "setup"})
-        runner.ns.update(kept)
-        return {**reply, "names": runner.user_names(), "lost": persist.lost_files(kept)}
+        if setup != self.setup_msg:  # else its tools and limits are these already
+            self.handle(setup)
+            runner.ns.update(kept)
+        return {"ok": True, "names": runner.user_names(), "lost": persist.lost_files(kept)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
