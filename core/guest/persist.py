@@ -229,7 +229,7 @@ def _hold(numbers: set[int]) -> None:
 
     spare = []
     try:
-        for _ in range(max(numbers) + 1):  # new descriptors count up from the lowest free one
+        for _ in range(max(numbers) + 1):  # a new descriptor gets the lowest free number
             fd = os.open(".", os.O_RDONLY)
             if fd not in numbers:
                 spare.append(fd)
