@@ -1,6 +1,6 @@
 """The snapshot envelope: named parts, compressed, with the runtime they belong to and a check.
 
-    TICSNAP1 | header length (u32) | header (JSON) | compressed parts | tag (32 bytes)
+    TICSNAP1 | header length (u32) | header (JSON) | compressed parts | stored parts | tag (32 bytes)
 
 The tag is an HMAC-SHA256 of everything before it when a key is configured, else a SHA-256
 that catches corruption only. Nothing inside is parsed before the tag checks out, and the parts
@@ -16,7 +16,7 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..errors import ToolIsCodeError
 
@@ -41,45 +41,68 @@ def _key(key: bytes | str | None) -> bytes | None:
     return key.encode() if isinstance(key, str) else key
 
 
-def _tag(body: bytes, key: bytes | None) -> bytes:
+def _tag(body: bytes | memoryview, key: bytes | None) -> bytes:
     if key is None:
         return hashlib.sha256(body).digest()
     return hmac.new(key, body, hashlib.sha256).digest()
 
 
-def pack(parts: Mapping[str, bytes], *, runtime: str, meta: Mapping[str, object] | None = None,
-         key: bytes | str | None = None, level: int = 1) -> bytes:
+Data = bytes | memoryview | Sequence[bytes | memoryview]
+"""A part's bytes, or its pieces in order (joined only into the snapshot itself)."""
+
+
+def _pieces(data: Data) -> Sequence[bytes | memoryview]:
+    return [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+
+def pack(parts: Mapping[str, Data], *, runtime: str, meta: Mapping[str, object] | None = None,
+         key: bytes | str | None = None, level: int = 1,
+         stored: Mapping[str, Data] | None = None) -> bytes:
     """Seal `parts` for `runtime` (its fingerprint: a snapshot restores only there).
 
-    `key` (or `TOOLISCODE_SNAPSHOT_KEY`) signs it; `level` is zlib's (1 is fast and already
-    shrinks a memory image about 4x)."""
+    `key` (or `TOOLISCODE_SNAPSHOT_KEY`) signs it; `level` is zlib's (1 is the fastest the
+    standard library has). `stored` parts go in as they are: data that compresses slower than
+    it travels (new pages of a guest's memory)."""
     secret = _key(key)
-    header = json.dumps({"format": FORMAT, "runtime": runtime, "signed": secret is not None,
-                         "meta": dict(meta or {})}, sort_keys=True).encode()
-    chunks = []
+    squeeze = zlib.compressobj(level)
+    packed = []
     for name, data in parts.items():
-        raw = name.encode()
-        chunks += [_PART.pack(len(raw), len(data)), raw, data]
-    body = MAGIC + _U32.pack(len(header)) + header + zlib.compress(b"".join(chunks), level)
-    return body + _tag(body, secret)
+        raw, pieces = name.encode(), _pieces(data)
+        packed.append(squeeze.compress(_PART.pack(len(raw), sum(map(len, pieces))) + raw))
+        packed += [squeeze.compress(piece) for piece in pieces]
+    packed.append(squeeze.flush())
+    plain = {name: _pieces(data) for name, data in (stored or {}).items()}
+    header = {"format": FORMAT, "runtime": runtime, "signed": secret is not None,
+              "meta": dict(meta or {})}
+    if plain:
+        header["stored"] = [[name, sum(map(len, pieces))] for name, pieces in plain.items()]
+        header["packed"] = sum(map(len, packed))
+    head = json.dumps(header, sort_keys=True).encode()
+    pieces = [MAGIC + _U32.pack(len(head)) + head, *packed,
+              *(piece for group in plain.values() for piece in group)]
+    check = hmac.new(secret, digestmod=hashlib.sha256) if secret is not None else hashlib.sha256()
+    for piece in pieces:
+        check.update(piece)
+    return b"".join([*pieces, check.digest()])
 
 
 def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
            ) -> tuple[dict[str, bytes], dict[str, object]]:
-    """The parts and metadata of a snapshot made for `runtime`; `SnapshotError` otherwise."""
+    """The parts and metadata of a snapshot made for `runtime`; `SnapshotError` otherwise.
+    Stored parts come back as memoryviews into `blob`."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise SnapshotError(f"a snapshot is bytes, not {type(blob).__name__}")
-    blob = bytes(blob)
-    if not blob.startswith(MAGIC):
+    view = memoryview(blob).cast("B")
+    if not view[:len(MAGIC)] == MAGIC:
         raise SnapshotError("not a tooliscode snapshot (it does not start with the marker)")
-    if len(blob) < len(MAGIC) + 4 + _TAG:
+    if len(view) < len(MAGIC) + 4 + _TAG:
         raise SnapshotError("the snapshot is cut short")
-    size = _U32.unpack_from(blob, len(MAGIC))[0]
+    size = _U32.unpack_from(view, len(MAGIC))[0]
     start = len(MAGIC) + 4
-    if size > _MAX_HEADER or start + size + _TAG > len(blob):
+    if size > _MAX_HEADER or start + size + _TAG > len(view):
         raise SnapshotError("the snapshot is cut short or its header is damaged")
     try:
-        header = json.loads(blob[start:start + size])
+        header = json.loads(bytes(view[start:start + size]))
     except ValueError:
         raise SnapshotError("the snapshot's header is damaged") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -92,7 +115,7 @@ def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
                             f"(key= or {ENV_KEY})")
     if not header.get("signed") and secret is not None:
         raise SnapshotError("the snapshot is not signed, but a key is configured: refused")
-    body, tag = blob[:-_TAG], blob[-_TAG:]
+    body, tag = view[:-_TAG], view[-_TAG:]
     if not hmac.compare_digest(tag, _tag(body, secret)):
         raise SnapshotError("the snapshot failed its integrity check (corrupt, cut short, or "
                             "changed since it was made)" + (", or signed with another key"
@@ -100,11 +123,30 @@ def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
     if header.get("runtime") != runtime:
         raise SnapshotError(f"the snapshot was made on runtime {header.get('runtime')!r}; "
                             f"this session runs {runtime!r}")
+    rest = body[start + size:]
+    stored = _stored(header, rest)
     try:
-        raw = zlib.decompress(body[start + size:])
-    except zlib.error:
+        raw = zlib.decompress(rest[:header.get("packed", len(rest))])
+    except (zlib.error, TypeError):
         raise SnapshotError("the snapshot's contents are damaged") from None
-    return _parts(raw), dict(header.get("meta") or {})
+    return {**_parts(raw), **stored}, dict(header.get("meta") or {})
+
+
+def _stored(header: dict, rest: memoryview) -> dict[str, memoryview]:
+    """The parts kept as they are, after the compressed ones."""
+    listed, at = header.get("stored") or [], header.get("packed", len(rest))
+    out = {}
+    try:
+        for name, length in listed:
+            if not isinstance(at, int) or not isinstance(length, int) or min(at, length) < 0:
+                raise ValueError
+            out[str(name)] = rest[at:at + length]
+            at += length
+    except (TypeError, ValueError):
+        raise SnapshotError("the snapshot's header is damaged") from None
+    if not isinstance(at, int) or at != len(rest):
+        raise SnapshotError("the snapshot's contents are damaged")
+    return out
 
 
 def _parts(raw: bytes) -> dict[str, bytes]:

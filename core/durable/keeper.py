@@ -159,13 +159,13 @@ class Keeper:
 
     def _lease(self, key: str, entry: _Key) -> None:
         deadline = time.monotonic() + self.wait_s
-        pause = 0.005
+        pause = 0.002  # the usual wait is another worker's save, a few milliseconds
         while not self.store.acquire(key, self.owner, self.lease_s):
             if time.monotonic() >= deadline:
                 raise LeaseHeld(f"conversation {key!r} is busy in another worker (waited "
                                 f"{self.wait_s:g} s); try again")
             time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+            pause = min(pause * 1.25, 0.1)
         stop = entry.renewing = threading.Event()
         threading.Thread(target=self._renew, args=(key, stop), daemon=True,
                          name="tooliscode-lease").start()

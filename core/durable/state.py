@@ -3,24 +3,29 @@
 On the default runtime the interpreter's memory cannot be copied (its stack is live at every
 point), so the guest pickles its variables, carrying what the cells defined by value, and the
 session folder comes along as a tar. Restoring starts a new guest with the caller's tools and
-loads both; what could not come along is named in the next result.
+loads both; what could not come along is named in the next result. On the data runtime the
+interpreter itself is copied (`exact.py`).
 """
 
 from __future__ import annotations
 
 import io
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine.folder import INTERNAL_DIR
+from ..engine.limits import Limits
 from ..runtime import GUEST_DIR, Runtime
-from .envelope import SnapshotError, pack
+from . import exact
+from .envelope import SnapshotError, pack, unpack
 
 if TYPE_CHECKING:
     from ..engine.session import Session
+    from ..engine.worker import Worker
 
-__all__ = ["capture", "fingerprint", "restore_into", "restore_notice"]
+__all__ = ["Opened", "capture", "fingerprint", "open_snapshot", "restore_notice"]
 
 _STATE = "state.bin"
 
@@ -49,10 +54,16 @@ def _tar_folder(root: Path) -> bytes:
     return out.getvalue()
 
 
-def capture(session: Session, call: Any, key: bytes | str | None) -> bytes:
-    """Snapshot `session` between cells; `call` sends the guest a command and waits."""
+def capture(session: Session, worker: Worker, key: bytes | str | None) -> bytes:
+    """Snapshot `session` between cells: exactly on the data runtime when its guest started
+    from the start image (see `exact.py`), else by its variables."""
+    files = _tar_folder(session.workdir)
+    runtime = fingerprint(session.runtime)
+    image = exact.image_of(worker) if session.runtime.turn_based else None
+    if image is not None:
+        return exact.capture(session, worker, image, files, runtime, key)
     host_path, guest_path = _paths(session)
-    reply = call({"op": "snapshot", "path": guest_path})
+    reply = worker.call({"op": "snapshot", "path": guest_path})
     if not isinstance(reply, dict) or not reply.get("ok"):
         error = reply.get("error") if isinstance(reply, dict) else reply
         raise SnapshotError(f"the guest could not save its state: {error}")
@@ -63,35 +74,64 @@ def capture(session: Session, call: Any, key: bytes | str | None) -> bytes:
     dropped = reply.get("dropped") if isinstance(reply.get("dropped"), dict) else {}
     meta = {"dropped": {str(k): str(v) for k, v in dropped.items()},
             "names": list(session.names)}
-    return pack({"state": state, "files": _tar_folder(session.workdir)},
-                runtime=fingerprint(session.runtime), meta=meta, key=key)
+    return pack({"state": state, "files": files}, runtime=runtime, meta=meta, key=key)
 
 
-def restore_into(session: Session, parts: dict[str, bytes], meta: dict[str, Any], call: Any
-                 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Load a snapshot's checked `parts` into the fresh `session`; returns what could not
-    come along (name -> why) and the names the guest now holds."""
-    with tarfile.open(fileobj=io.BytesIO(parts.get("files", b"")), mode="r") as tar:
-        tar.extractall(session.workdir, filter="data")
-    host_path, guest_path = _paths(session)
-    host_path.write_bytes(parts.get("state", b""))
-    try:
-        reply = call({"op": "restore", "path": guest_path})
-    finally:
-        host_path.unlink(missing_ok=True)
-    if not isinstance(reply, dict) or not reply.get("ok"):
-        error = reply.get("error") if isinstance(reply, dict) else reply
-        raise SnapshotError(f"the guest could not load the saved state: {error}")
-    missing = {**_mapping(meta.get("dropped")), **_mapping(reply.get("failed"))}
-    names = reply.get("names")
-    return missing, tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+@dataclass
+class Opened:
+    """A snapshot checked for this runtime and machine, before any guest starts."""
+
+    parts: dict[str, Any]
+    meta: dict[str, Any]
+    exact: exact.Plan | None
+
+    @property
+    def first(self) -> Any:
+        """For an exact snapshot: what the new session does with its first guest before
+        giving it the tools (see `exact.Plan.first`)."""
+        return self.exact.first if self.exact is not None else None
+
+    def into(self, session: Session, worker: Worker, first_reply: Any
+             ) -> tuple[dict[str, str], tuple[str, ...]]:
+        """Load the snapshot into the fresh `session`; returns what could not come along
+        (name -> why) and the names the guest now holds. `first_reply`: what the guest said
+        to the command `first` gave."""
+        with tarfile.open(fileobj=io.BytesIO(self.parts.get("files", b"")), mode="r:") as tar:
+            tar.extractall(session.workdir, filter="data")
+        if self.exact is not None:
+            return self.exact.outcome(first_reply)
+        host_path, guest_path = _paths(session)
+        host_path.write_bytes(self.parts.get("state", b""))
+        try:
+            reply = worker.call({"op": "restore", "path": guest_path})
+        finally:
+            host_path.unlink(missing_ok=True)
+        if not isinstance(reply, dict) or not reply.get("ok"):
+            error = reply.get("error") if isinstance(reply, dict) else reply
+            raise SnapshotError(f"the guest could not load the saved state: {error}")
+        missing = {**_mapping(self.meta.get("dropped")), **_mapping(reply.get("failed"))}
+        names = reply.get("names")
+        return missing, tuple(n for n in names if isinstance(n, str)) \
+            if isinstance(names, list) else ()
 
 
-def restore_notice(missing: dict[str, str], announce: bool) -> str | None:
+def open_snapshot(blob: bytes, runtime: Runtime, limits: Limits, key: bytes | str | None
+                  ) -> Opened:
+    """Check `blob` (integrity, runtime, version, and for an exact one its image and memory)
+    before anything of it runs; `SnapshotError` otherwise."""
+    parts, meta = unpack(blob, runtime=fingerprint(runtime), key=key)
+    plan = exact.plan(parts, meta, limits) if meta.get("kind") == exact.KIND else None
+    return Opened(parts, meta, plan)
+
+
+def restore_notice(missing: dict[str, str], announce: bool, whole: bool = False) -> str | None:
     """What the model reads after a restore: that it happened (when `announce`), and what
-    it must make again."""
-    text = ("This session was restored from a snapshot: its variables, functions, classes, "
-            "imports and files are back." if announce else "")
+    it must make again. `whole`: the interpreter itself came back (an exact snapshot)."""
+    text = "" if not announce else (
+        "This session was restored from a snapshot of the whole interpreter: every object, "
+        "import and the files are back as they were." if whole else
+        "This session was restored from a snapshot: its variables, functions, classes, "
+        "imports and files are back.")
     if missing:
         listed = "; ".join(f"{name}: {why}" for name, why in sorted(missing.items())[:20])
         text += (" " if text else "This session moved to another worker. ") + (

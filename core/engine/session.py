@@ -10,7 +10,7 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,11 @@ class Session(Closing):
     `close()` unless you passed your own.
     """
 
+    _first: Callable[[Worker, dict[str, Any]], dict[str, Any]] | None = None
+    """Set by `restore` before `__init__`: prepares the first guest and gives the command that
+    replaces its setup (an exact snapshot's memory goes in before the guest runs at all)."""
+    _first_reply: Any = None
+
     def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
                  workdir: str | Path | None = None, runtime: Runtime | str | None = None):
         self.limits = limits or Limits()
@@ -134,13 +139,15 @@ class Session(Closing):
         """The session's whole state as bytes (variables, what the cells defined, imports,
         the folder's files), for `Session.restore` in any process. Waits for a running cell.
 
+        On the data runtime it is the interpreter itself (its memory, as a delta against the
+        start image): everything comes back exactly, generators and random state included.
         Signed with `key` (or `TOOLISCODE_SNAPSHOT_KEY`) when given."""
         from ..durable.state import capture
 
         self._check_open()
         with self._turn:
             worker = self._ensure_worker()
-            return capture(self, worker.call, key)
+            return capture(self, worker, key)
 
     @classmethod
     def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
@@ -149,19 +156,21 @@ class Session(Closing):
                 announce: bool = True) -> Session:
         """A live session with the state `blob` holds; the tools are given again (they are
         host objects, not state). A damaged, foreign or tampered snapshot raises
-        `SnapshotError` before anything of it runs. The next result tells the model what
+        `SnapshotError` before anything of it runs, as is an exact (data-runtime) snapshot
+        whose start image this machine does not have. The next result tells the model what
         could not come along (and, with `announce`, that the session was restored)."""
-        from ..durable.envelope import unpack
-        from ..durable.state import fingerprint, restore_into, restore_notice
+        from ..durable.state import open_snapshot, restore_notice
 
         runtime = resolve_runtime(runtime)
-        parts, meta = unpack(blob, runtime=fingerprint(runtime), key=key)  # before a guest starts
-        session = cls(tools, limits=limits, workdir=workdir, runtime=runtime)
+        opened = open_snapshot(blob, runtime, limits or Limits(), key)  # before a guest starts
+        session = cls.__new__(cls)
+        session._first = opened.first
+        session.__init__(tools, limits=limits, workdir=workdir, runtime=runtime)
         try:
             with session._turn:
                 worker = session._ensure_worker()
-                missing, session._names = restore_into(session, parts, meta, worker.call)
-                notice = restore_notice(missing, announce)
+                missing, session._names = opened.into(session, worker, session._first_reply)
+                notice = restore_notice(missing, announce, whole=opened.exact is not None)
                 if notice:
                     session._notices.append(notice)
         except BaseException:
@@ -233,8 +242,10 @@ class Session(Closing):
         # would keep a dropped, unclosed session alive through the guest's thread.
         worker.ops = functools.partial(_route, self.registry)
         self._state.worker = worker
-        reply = worker.submit(Command(self._setup_message(), before=worker.configure(self.limits))
-                              ).result(60)
+        first, self._first = self._first, None
+        message = self._setup_message() if first is None else first(worker, self._setup_message())
+        reply = worker.submit(Command(message, before=worker.configure(self.limits))).result(60)
+        self._first_reply = reply if first is not None else None
         if not isinstance(reply, dict) or not reply.get("ok"):
             raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
 

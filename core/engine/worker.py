@@ -74,6 +74,8 @@ MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 _SERVE = "tooliscode_guest.main.serve()"
 """One turn of a turn-based guest (`tooliscode_guest` is bound by `_BOOT`)."""
+_BETWEEN = "between-turns"
+"""A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
 
 
 class Requests(Protocol):
@@ -221,6 +223,20 @@ class Worker:
         """Submit a command and wait for its result (for setup and housekeeping)."""
         return self.submit(Command(message)).result(timeout)
 
+    def between_turns(self, action: Callable[[Any], Any], timeout: float | None = 60.0) -> Any:
+        """Run `action(instance)` on the guest's thread between two turns of a turn-based
+        guest, and return what it returns: no wasm stack is live then, so the guest's linear
+        memory is its whole state (a snapshot reads it, a restore writes it)."""
+        if not self._turns:
+            raise RuntimeError("only a turn-based guest has a moment between turns")
+        return self.call({"op": _BETWEEN, "action": action}, timeout)
+
+    def _run_between(self, command: Command) -> None:
+        try:
+            command.future.set_result(command.message["action"](self.instance))
+        except BaseException as exc:  # noqa: BLE001 - the caller gets it; the guest lives on
+            command.future.set_exception(exc)
+
     def configure(self, limits: Limits) -> Callable[[], None]:
         """A `Command.before` hook that gives this guest `limits` (for adopted pool guests)."""
         check_memory(self._runtime, limits)
@@ -327,9 +343,14 @@ class Worker:
     def _serve_turns(self) -> None:
         self.instance.run()  # boot: the guest sets up and returns
         while not self._exiting:
-            command = self._commands.get()  # no wasm stack is live while we wait
+            command, self._held = self._held, None  # one the last turn left for after it
+            if command is None:
+                command = self._commands.get()  # no wasm stack is live while we wait
             if command.message.get("op") == "exit":
                 return
+            if command.message.get("op") == _BETWEEN:
+                self._run_between(command)
+                continue
             self._held = command
             self.instance.turn(_SERVE)
 
@@ -345,6 +366,9 @@ class Worker:
                 return None
         if command.message.get("op") == "exit":
             self._exiting = True
+            return None
+        if command.message.get("op") == _BETWEEN:  # runs once this turn has ended
+            self._held = command
             return None
         return command
 

@@ -71,6 +71,19 @@ class Guest:
             failed = persist.load(f.read(), ns, helpers)
         return {"ok": True, "failed": failed, "names": self.runner.user_names()}
 
+    def rebind(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """After an exact restore: the new session's tools and limits, as "setup" gives them,
+        but the cells' variables stay (setup clears them). Open files are named: their
+        descriptors stayed with the old process."""
+        from . import persist
+
+        runner, setup = self.runner, {**msg, "op": "setup"}
+        kept = {k: runner.ns[k] for k in runner.ns.keys() - runner.baseline}
+        if setup != self.setup_msg:  # else its tools and limits are these already
+            self.handle(setup)
+            runner.ns.update(kept)
+        return {"ok": True, "names": runner.user_names(), "lost": persist.lost_files(kept)}
+
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "cell":
@@ -88,6 +101,8 @@ class Guest:
             return {"ok": True}
         if op in ("snapshot", "restore"):
             return self.persist(op, str(msg.get("path", "")))
+        if op == "rebind":
+            return self.rebind(msg)
         if op == "reset":
             return self.handle({**self.setup_msg, "op": "setup"})
         if op == "warm":

@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dump", "load"]
+__all__ = ["dump", "load", "lost_files"]
 
 _FORMAT = 1
 _globals: dict[str, Any] = {}
@@ -205,3 +205,71 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
     ns.update(marshal.loads(state["plain"]))
     ns.update(values)
     return failed
+
+
+def lost_files(values: dict[str, Any]) -> dict[str, str]:
+    """The open files among `values` (or held in them one level down: a list of files, an
+    object's attribute), after the interpreter moved to a new process: their descriptors did
+    not come along. Each number is taken by a placeholder (a folder, so reads and writes fail)
+    so that a stale file object never reaches a file opened later."""
+    lost, numbers = {}, set()
+    for name, value in values.items():
+        found = [n for n in map(_descriptor, _files(value)) if n is not None]
+        if found:
+            lost[name] = "an open file (open it again)" if isinstance(value, io.IOBase) else \
+                "holds open files (open them again)"
+            numbers.update(found)
+    if numbers:
+        _hold(numbers)
+    return lost
+
+
+def _descriptor(f: io.IOBase) -> int | None:
+    """The descriptor of an open file of the old process (not the console: that one is
+    there in every process, and nor are in-memory streams)."""
+    try:
+        number = None if f.closed else f.fileno()
+    except (OSError, ValueError):
+        return None
+    return number if number is not None and number > 2 else None
+
+
+def _files(value: Any) -> list[io.IOBase]:
+    if isinstance(value, io.IOBase):
+        return [value]
+    if isinstance(value, (type, types.ModuleType)):
+        return []
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    else:
+        items = getattr(value, "__dict__", {}).values()
+    found = []
+    for n, item in enumerate(items):
+        if n >= _SCANNED:
+            break
+        if isinstance(item, io.IOBase):
+            found.append(item)
+    return found
+
+
+_SCANNED = 10_000
+"""Items looked at per container: enough for lists of files, cheap for big data."""
+
+
+def _hold(numbers: set[int]) -> None:
+    import os
+
+    spare = []
+    try:
+        for _ in range(max(numbers) + 1):  # a new descriptor gets the lowest free number
+            fd = os.open(".", os.O_RDONLY)
+            if fd not in numbers:
+                spare.append(fd)
+            if fd >= max(numbers):
+                break
+    except OSError:
+        pass
+    for fd in spare:
+        os.close(fd)

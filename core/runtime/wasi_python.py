@@ -105,6 +105,8 @@ class DataInstance(WasmtimeInstance):
         self._boot = spec.boot_source
         self._prefix = ""
         self.from_image = False
+        self.image: MemoryImage | None = None
+        """The start image this guest was mapped from (an exact snapshot is a delta to it)."""
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         files: DataFiles = self._rt.files  # type: ignore[attr-defined]
@@ -122,6 +124,24 @@ class DataInstance(WasmtimeInstance):
         """Start from `image` instead of booting; before any turn."""
         image.map(self._memory_handle, self._store)
         self.from_image = True
+        self.image = image
+
+    def grow_to(self, size: int) -> None:
+        """Grow linear memory to at least `size` bytes (between turns: an exact restore)."""
+        have = self._memory_handle.data_len(self._store)
+        if size > have:
+            self._memory_handle.grow(self._store, -(-(size - have) // 65536))
+
+    def restored(self) -> None:
+        """Its memory is now an exact snapshot's (between turns): it keeps that interpreter's
+        random state, so the reseed a guest new from the image gets is dropped."""
+        self._prefix = ""
+
+    def memory_span(self) -> tuple[int, int]:
+        """Where this guest's linear memory lies in the host process, and its length (for
+        exact snapshots, taken and restored between turns only)."""
+        return (ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
+                or 0), self._memory_handle.data_len(self._store)
 
     def run(self) -> None:
         """Boot: run the boot code. A guest mapped from an image is booted already: it only

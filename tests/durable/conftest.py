@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import pytest
+from tooliscode import Session
 
 
 def free_port() -> int:
@@ -40,3 +41,15 @@ def redis_url(tmp_path_factory):
     proc.wait(10)
 
 
+
+
+@pytest.fixture(scope="session")
+def data_runtime():
+    """The data runtime, with its start image made (exact snapshots are deltas against it)."""
+    from tooliscode.runtime import runtime_named
+
+    runtime = runtime_named("data")
+    with Session([], runtime=runtime):  # the first guest starts the image's build
+        pass
+    assert runtime.images.wait(300), "the memory image could not be made"
+    return runtime

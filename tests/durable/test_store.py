@@ -164,18 +164,40 @@ def test_a_redis_that_is_down_is_a_clear_error_not_a_hang():
         store.get("conv")
 
 
-def test_a_memory_delta_keeps_only_changed_pages_and_rebuilds_the_memory():
-    from tooliscode.durable.pages import PAGE, apply, diff, size_of
+@pytest.mark.parametrize("pagemap", [True, False])
+def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap, monkeypatch):
+    import ctypes
+    import mmap
+
+    from tooliscode.durable import pages
+    from tooliscode.durable.pages import PAGE, Delta, apply, take, zero
+
+    if not pagemap:  # where the kernel's page map cannot be read, pages are compared
+        monkeypatch.setattr(pages, "_PAGEMAP", "/nonexistent/pagemap")
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
-    current = bytearray(base) + b"\x07" * (PAGE + 123)  # grown by a page and a bit
-    current[3 * PAGE + 5] ^= 0xFF
-    current[7 * PAGE] ^= 0x01
-    delta = diff(base, current)
-    assert len(delta) < 4 * PAGE  # two changed pages and the two new ones
-    assert size_of(delta) == len(current)
-    target = bytearray(base) + bytes(len(current) - len(base))
-    apply(delta, memoryview(target))
-    assert target == current
+    memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)  # page-aligned, private: as linear memory
+    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    memory[:len(base)] = base
+    memory[3 * PAGE + 5] ^= 0xFF
+    memory[7 * PAGE] ^= 0x01
+    memory[10 * PAGE:11 * PAGE + 123] = b"\x07" * (PAGE + 123)  # past the image: new pages
+    taken = take(address, len(memory), memoryview(base), bytes(10), 1 << 20)
+    current = bytes(memory)  # after: reading a page never written maps it (zero) too
+    delta = Delta(taken.size, taken.runs, b"".join(taken.xor), b"".join(taken.new))
+    assert delta.size == len(current)
+    assert len(delta.xor) == 2 * PAGE  # written pages equal to the image are left out
+    # the untouched zero pages past them too (compared, they count: nothing tells them apart)
+    assert len(delta.new) == (2 if pagemap else 4) * PAGE
+    target = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)
+    at = ctypes.addressof(ctypes.c_char.from_buffer(target))
+    target[:] = b"\x09" * len(target)
+    target[:len(base)] = base
+    zero(at + len(base), len(target) - len(base))
+    apply(delta, at, len(target), memoryview(base))
+    assert bytes(target) == current
     with pytest.raises(ValueError):
-        apply(delta, memoryview(bytearray(len(base))))
+        apply(Delta(delta.size, delta.runs, delta.xor[:-1], delta.new), at, len(target),
+              memoryview(base))
+    with pytest.raises(ValueError):
+        apply(delta, at, len(base), memoryview(base))

@@ -21,9 +21,10 @@ WORKER = Path(__file__).parent / "worker.py"
 
 class Worker:
     def __init__(self, kind: str, where: str, on_error: str = "error", lease_s: float = 2.0,
-                 wait_s: float = 20.0):
+                 wait_s: float = 20.0, runtime: str = "default"):
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), kind, where, on_error, str(lease_s), str(wait_s)],
+            [sys.executable, str(WORKER), kind, where, on_error, str(lease_s), str(wait_s),
+             runtime],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert json.loads(self._line()) == {"ready": True}
 

@@ -1,5 +1,6 @@
 """A worker process for the durable-session tests: JSON lines in ({"key", "code"}), one JSON
-line out per call, sessions kept in the store named on the command line."""
+line out per call, sessions kept in the store named on the command line (and on the runtime
+named after the store's settings, if any)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ def bump(n: int) -> int:
 
 def main() -> None:
     kind, where, on_error, lease_s, wait_s = sys.argv[1:6]
+    runtime = sys.argv[6] if len(sys.argv) > 6 else None
     store = RedisStore(where, timeout_s=1.0) if kind == "redis" else FolderStore(where)
     limits = Limits(timeout_s=60)
     keeper = Keeper(store, lease_s=float(lease_s), wait_s=float(wait_s),
                     on_store_error=on_error)
 
     def make() -> Session:
-        return Session([bump], limits=limits)
+        return Session([bump], limits=limits, runtime=runtime)
 
     def restore(blob: bytes) -> Session:
-        return Session.restore(blob, [bump], limits=limits, announce=False)
+        return Session.restore(blob, [bump], limits=limits, runtime=runtime, announce=False)
 
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
