@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
+from . import imageseeds
 from .base import GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
-from .memimage import SUPPORTED, MemoryImage, capture
+from .memimage import SUPPORTED, MemoryImage, capture, seeds_path
 
 if TYPE_CHECKING:
     from .wasi_python import DataInstance, DataRuntime
@@ -86,7 +87,8 @@ class Images:
             return keys[2]
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
-                     _preload_source(self.preload), self._rt.layout, spec.boot_source):
+                     _preload_source(self.preload), imageseeds.MARK_SOURCE, self._rt.layout,
+                     spec.boot_source):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]
@@ -123,7 +125,9 @@ class Images:
                     with progress(log.info, "preparing a memory image with "
                                   f"{', '.join(self.preload)} imported",
                                   "once, in the background", "about 5 s") as note:
-                        write_private(path, self._boot_and_import(spec))
+                        memory, seeds = self._boot_and_import(spec)
+                        write_private(seeds_path(path), imageseeds.dump(seeds))
+                        write_private(path, memory)
                         note(f"{path.stat().st_size / 1e6:.0f} MB at {path}")
             image = MemoryImage(path)
         except (GuestTrap, OSError, ValueError, wasmtime.WasmtimeError) as exc:
@@ -135,7 +139,7 @@ class Images:
                     del self._building[key]
             done.set()
 
-    def _boot_and_import(self, spec: GuestSpec) -> bytes:
+    def _boot_and_import(self, spec: GuestSpec) -> tuple[bytes, list[tuple[int, int]]]:
         from .wasi_python import DataInstance
 
         folder = Path(tempfile.mkdtemp(prefix="tooliscode-image-"))
@@ -153,10 +157,17 @@ class Images:
                 instance.run()
                 instance.arm(_BUILD_TIMEOUT_S)
                 instance.turn(_preload_source(self.preload))
+                said.clear()
+                instance.turn(imageseeds.MARK_SOURCE)
             except GuestTrap as trap:
                 tail = b"".join(said)[-2000:].decode("utf-8", "replace")
                 raise GuestTrap(trap.reason, f"{trap.message}\n{tail}") from None
-            return capture(instance._memory_handle, instance._store)
+            memory = capture(instance._memory_handle, instance._store)
+            try:
+                return memory, imageseeds.locate(memory, b"".join(said).decode("utf-8", "replace"))
+            except ValueError as exc:  # its guests then reseed in Python, a few ms slower
+                log.warning("tooliscode: %s", exc)
+                return memory, []
         finally:
             if instance is not None:
                 instance.close()

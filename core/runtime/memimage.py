@@ -21,7 +21,9 @@ from pathlib import Path
 
 import wasmtime
 
-__all__ = ["MemoryImage", "capture", "SUPPORTED"]
+from . import imageseeds
+
+__all__ = ["MemoryImage", "capture", "seeds_path", "SUPPORTED"]
 
 PAGE = 65536
 SUPPORTED = sys.platform.startswith("linux")
@@ -39,6 +41,11 @@ def _base(memory: wasmtime.Memory, store: wasmtime.Store) -> int:
     return ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value or 0
 
 
+def seeds_path(image: Path) -> Path:
+    """Where the seed places of `image` are kept (written before the image itself)."""
+    return image.with_suffix(".seeds")
+
+
 def capture(memory: wasmtime.Memory, store: wasmtime.Store) -> bytes:
     """A copy of the whole linear memory (take it between turns only)."""
     return ctypes.string_at(_base(memory, store), memory.data_len(store))
@@ -49,6 +56,8 @@ class MemoryImage:
 
     def __init__(self, path: Path):
         self.path = path
+        self.seeds = imageseeds.load(seeds_path(path))
+        """Where the random generators' states lie (None: the guest must reseed itself)."""
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = os.fstat(self._fd).st_size
         if self.size == 0 or self.size % PAGE:
@@ -63,6 +72,12 @@ class MemoryImage:
         base = _base(memory, store)
         if _mmap(base, self.size, _PROT_READ_WRITE, _MAP_PRIVATE | _MAP_FIXED, self._fd, 0) != base:
             raise OSError(ctypes.get_errno(), "could not map the memory image")
+        if self.seeds:
+            fresh = os.urandom(sum(n for _, n in self.seeds))
+            start = 0
+            for at, n in self.seeds:
+                ctypes.memmove(base + at, fresh[start:start + n], n)
+                start += n
 
     def close(self) -> None:
         if self._fd >= 0:
