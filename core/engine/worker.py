@@ -25,6 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..guest import guest_sources
 from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
+from . import warmup
 from .guestcode import guest_code
 from .limits import Limits
 
@@ -387,7 +388,7 @@ class Worker:
 
     def _boot_answer(self) -> dict[str, Any]:
         return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,
-                "turns": self._turns}
+                "turns": self._turns, "warm": warmup.script(_SERVE) if self._turns else None}
 
     def _next(self, result: Any) -> dict[str, Any]:
         self.booted.set()

@@ -1,8 +1,9 @@
-"""The `data` runtime's start image: a guest that booted our guest code and imported numpy,
-pandas and asyncio, saved once so every new guest starts from it with pandas ready.
+"""The `data` runtime's start image: a guest that booted our guest code, imported numpy,
+pandas and asyncio and ran the engine's warm-up session, saved once so every new guest starts
+from it with pandas ready and our own code warm.
 
-The image is made by a guest that runs nothing but our boot code and those imports: no
-model-written code ever ran in it. It is keyed by the compiled module, the boot code and what
+The image is made by a guest that runs nothing but our boot code, those imports and that
+scripted session (see `imagewarm.py`): no model-written code ever ran in it. It is keyed by the compiled module, the boot code and what
 the host answered at boot (the guest modules), so a new release of either makes a new image.
 Until it exists, guests boot from the bare snapshot and one thread builds it, under the same
 kind of lock as a compile, so two processes never build the same image.
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
-from . import imageseeds
+from . import imageseeds, imagewarm
 from .base import GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
 from .memimage import SUPPORTED, MemoryImage, capture, seeds_path
@@ -157,6 +158,8 @@ class Images:
                 instance.run()
                 instance.arm(_BUILD_TIMEOUT_S)
                 instance.turn(_preload_source(self.preload))
+                instance.arm(_BUILD_TIMEOUT_S)
+                imagewarm.warm(instance, spec.boot_reply)
                 said.clear()
                 instance.turn(imageseeds.MARK_SOURCE)
             except GuestTrap as trap:
