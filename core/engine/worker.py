@@ -118,6 +118,7 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
             f"{limits.memory_bytes // (1 << 20)} MiB was asked")
 
 
+_boot_replies: dict[bytes | None, bytes] = {}
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
 
@@ -190,7 +191,7 @@ class Worker:
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
-                         boot_reply=marshal.dumps(self._boot_answer()) if self._turns else None)
+                         boot_reply=self._boot_reply() if self._turns else None)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
@@ -385,6 +386,11 @@ class Worker:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
         current = self._current
         return self.ops(op, msg, None if current is None else current.context)
+
+    def _boot_reply(self) -> bytes:  # encoded once: some 300 kB, wanted by every new guest
+        if self._code not in _boot_replies:
+            _boot_replies[self._code] = marshal.dumps(self._boot_answer())
+        return _boot_replies[self._code]
 
     def _boot_answer(self) -> dict[str, Any]:
         return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,
