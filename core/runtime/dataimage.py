@@ -1,9 +1,11 @@
-"""The `data` runtime's start image: a guest that booted our guest code, imported numpy,
-pandas and asyncio and ran the engine's warm-up session, saved once so every new guest starts
-from it with pandas ready and our own code warm.
+"""The `data` runtime's start image: a guest that booted our guest code and imported numpy,
+pandas and asyncio, saved once so every new guest starts from it with pandas ready.
 
-The image is made by a guest that runs nothing but our boot code, those imports and that
-scripted session (see `imagewarm.py`): no model-written code ever ran in it. It is keyed by the compiled module, the boot code and what
+The image is made by a guest that runs nothing but our boot code, those imports and the
+engine's scripted warm-up session (see `imagewarm.py`), so a new guest's first cell finds our
+own code imported and warm: no model-written code ever ran in it. Beside it lies where its
+random generators' states are, so each new guest gets new ones (see `imageseeds.py`).
+It is keyed by the compiled module, the boot code and what
 the host answered at boot (the guest modules), so a new release of either makes a new image.
 Until it exists, guests boot from the bare snapshot and one thread builds it, under the same
 kind of lock as a compile, so two processes never build the same image.
@@ -22,10 +24,11 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
-from . import imageseeds, imagewarm
 from .base import GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
-from .memimage import SUPPORTED, MemoryImage, capture, seeds_path
+from .imageseeds import MARK_SOURCE, locate_and_save
+from .imagewarm import warm
+from .memimage import SUPPORTED, MemoryImage, capture
 
 if TYPE_CHECKING:
     from .wasi_python import DataInstance, DataRuntime
@@ -47,6 +50,10 @@ def _preload_source(modules: tuple[str, ...]) -> str:
             # what is already there is never collected: a guest's collections then leave the
             # image's pages alone (shared, and not faulted in)
             "gc.freeze()\ndel gc\n")
+
+
+def _path(key: str) -> Path:
+    return cache_dir() / f"wasi-python-image-{key}.mem"
 
 
 class Images:
@@ -88,7 +95,7 @@ class Images:
             return keys[2]
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
-                     _preload_source(self.preload), imageseeds.MARK_SOURCE, self._rt.layout,
+                     _preload_source(self.preload), MARK_SOURCE, self._rt.layout,
                      spec.boot_source):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
@@ -102,7 +109,7 @@ class Images:
             image = self._images.get(key)
             if image is not None or key in self._building:
                 return image
-            path = cache_dir() / f"wasi-python-image-{key}.mem"
+            path = _path(key)
             if path.is_file():
                 try:
                     image = self._images[key] = MemoryImage(path)
@@ -126,9 +133,7 @@ class Images:
                     with progress(log.info, "preparing a memory image with "
                                   f"{', '.join(self.preload)} imported",
                                   "once, in the background", "about 5 s") as note:
-                        memory, seeds = self._boot_and_import(spec)
-                        write_private(seeds_path(path), imageseeds.dump(seeds))
-                        write_private(path, memory)
+                        write_private(path, self._boot_and_import(spec))
                         note(f"{path.stat().st_size / 1e6:.0f} MB at {path}")
             image = MemoryImage(path)
         except (GuestTrap, OSError, ValueError, wasmtime.WasmtimeError) as exc:
@@ -140,7 +145,7 @@ class Images:
                     del self._building[key]
             done.set()
 
-    def _boot_and_import(self, spec: GuestSpec) -> tuple[bytes, list[tuple[int, int]]]:
+    def _boot_and_import(self, spec: GuestSpec) -> bytes:
         from .wasi_python import DataInstance
 
         folder = Path(tempfile.mkdtemp(prefix="tooliscode-image-"))
@@ -159,18 +164,15 @@ class Images:
                 instance.arm(_BUILD_TIMEOUT_S)
                 instance.turn(_preload_source(self.preload))
                 instance.arm(_BUILD_TIMEOUT_S)
-                imagewarm.warm(instance, spec.boot_reply)
+                warm(instance, spec.boot_reply)
                 said.clear()
-                instance.turn(imageseeds.MARK_SOURCE)
+                instance.turn(MARK_SOURCE)
             except GuestTrap as trap:
                 tail = b"".join(said)[-2000:].decode("utf-8", "replace")
                 raise GuestTrap(trap.reason, f"{trap.message}\n{tail}") from None
             memory = capture(instance._memory_handle, instance._store)
-            try:
-                return memory, imageseeds.locate(memory, b"".join(said).decode("utf-8", "replace"))
-            except ValueError as exc:  # its guests then reseed in Python, a few ms slower
-                log.warning("tooliscode: %s", exc)
-                return memory, []
+            locate_and_save(memory, b"".join(said), _path(self._key(spec)))  # before the image
+            return memory
         finally:
             if instance is not None:
                 instance.close()

@@ -12,10 +12,15 @@ left at its end, so the first draw stirs the new words through the whole state.
 from __future__ import annotations
 
 import json
+import logging
 import struct
 from pathlib import Path
 
-__all__ = ["MARK_SOURCE", "locate", "load", "dump"]
+from .cache import write_private
+
+__all__ = ["MARK_SOURCE", "locate", "locate_and_save", "load", "seeds_path"]
+
+log = logging.getLogger("tooliscode")
 
 _WORDS = 624  # MT19937's state, in both CPython's `random` and numpy's legacy generator
 _SALTS = (0x3C6EF372, 0x5BE0CD19)
@@ -60,14 +65,26 @@ def locate(memory: bytes, output: str) -> list[tuple[int, int]]:
     return found
 
 
-def dump(seeds: list[tuple[int, int]]) -> bytes:
-    return json.dumps(seeds).encode()
+def seeds_path(image: Path) -> Path:
+    """Where the seed places of `image` are kept (written before the image itself)."""
+    return image.with_suffix(".seeds")
 
 
-def load(path: Path) -> tuple[tuple[int, int], ...] | None:
-    """The seed places saved beside an image, or None (its guests reseed in Python)."""
+def locate_and_save(memory: bytes, output: bytes, image: Path) -> None:
+    """Find the states in the image's `memory` and save where they are beside `image` (an
+    empty list if they cannot be found: its guests then reseed in Python, a few ms slower)."""
     try:
-        raw = json.loads(path.read_bytes())
+        seeds = locate(memory, output.decode("utf-8", "replace"))
+    except ValueError as exc:
+        log.warning("tooliscode: %s", exc)
+        seeds = []
+    write_private(seeds_path(image), json.dumps(seeds).encode())
+
+
+def load(image: Path) -> tuple[tuple[int, int], ...] | None:
+    """The seed places saved beside `image`, or None (its guests reseed in Python)."""
+    try:
+        raw = json.loads(seeds_path(image).read_bytes())
         return tuple((int(at), int(n)) for at, n in raw)
     except (OSError, ValueError, TypeError):
         return None

@@ -23,7 +23,7 @@ import wasmtime
 
 from . import imageseeds
 
-__all__ = ["MemoryImage", "capture", "seeds_path", "SUPPORTED"]
+__all__ = ["MemoryImage", "capture", "SUPPORTED"]
 
 PAGE = 65536
 SUPPORTED = sys.platform.startswith("linux")
@@ -41,11 +41,6 @@ def _base(memory: wasmtime.Memory, store: wasmtime.Store) -> int:
     return ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value or 0
 
 
-def seeds_path(image: Path) -> Path:
-    """Where the seed places of `image` are kept (written before the image itself)."""
-    return image.with_suffix(".seeds")
-
-
 def capture(memory: wasmtime.Memory, store: wasmtime.Store) -> bytes:
     """A copy of the whole linear memory (take it between turns only)."""
     return ctypes.string_at(_base(memory, store), memory.data_len(store))
@@ -56,7 +51,7 @@ class MemoryImage:
 
     def __init__(self, path: Path):
         self.path = path
-        self.seeds = imageseeds.load(seeds_path(path))
+        self.seeds = imageseeds.load(path)
         """Where the random generators' states lie (None: the guest must reseed itself)."""
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = os.fstat(self._fd).st_size
