@@ -52,10 +52,6 @@ def _preload_source(modules: tuple[str, ...]) -> str:
             "gc.freeze()\ndel gc\n")
 
 
-def _path(key: str) -> Path:
-    return cache_dir() / f"wasi-python-image-{key}.mem"
-
-
 class Images:
     """The image new guests of one runtime are mapped from, built in the background."""
 
@@ -183,3 +179,7 @@ class Images:
             images, self._images = list(self._images.values()), {}
         for image in images:
             image.close()
+
+
+def _path(key: str) -> Path:
+    return cache_dir() / f"wasi-python-image-{key}.mem"
