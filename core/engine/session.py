@@ -88,6 +88,7 @@ class Session(Closing):
         self._names: tuple[str, ...] = ()
         self._lost: tuple[str, ...] | None = None
         self._setup: dict[str, Any] | None = None
+        self._setup_reply: cf.Future | None = None
         self._closed = False
         self._notices: list[str] = []
         """Told with the next cell's result (a restore, say)."""
@@ -243,13 +244,27 @@ class Session(Closing):
         worker.ops = functools.partial(_route, self.registry)
         self._state.worker = worker
         first, self._first = self._first, None
-        message = self._setup_message() if first is None else first(worker, self._setup_message())
-        reply = worker.submit(Command(message, before=worker.configure(self.limits))).result(60)
-        self._first_reply = reply if first is not None else None
-        if not isinstance(reply, dict) or not reply.get("ok"):
-            raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+        if first is not None:  # an exact restore: its answer says what came along
+            message = first(worker, self._setup_message())
+            reply = worker.submit(Command(message, before=worker.configure(self.limits))).result(60)
+            self._first_reply = reply
+            if not isinstance(reply, dict) or not reply.get("ok"):
+                raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+            return
+        # Not waited for here: on a turn-based runtime the first cell, sent right after, then
+        # runs in the same turn as the setup (see `_settle`).
+        self._setup_reply = worker.submit(Command(self._setup_message(),
+                                                  before=worker.configure(self.limits)))
 
-    def _ensure_worker(self) -> Worker:
+    def _settle(self) -> None:
+        """Raise if the guest could not load the tools (waits for its answer if need be)."""
+        pending, self._setup_reply = self._setup_reply, None
+        if pending is not None:
+            reply = pending.result(60)
+            if not isinstance(reply, dict) or not reply.get("ok"):
+                raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+
+    def _ensure_worker(self, settle: bool = True) -> Worker:
         if self._closed:  # closed while a cell ran: no new guest in a folder that is gone
             raise SessionClosed("this session was closed")
         worker = self._state.worker
@@ -260,6 +275,8 @@ class Session(Closing):
             self._names = ()
             worker = self._state.worker
         assert worker is not None
+        if settle:
+            self._settle()
         return worker
 
     def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command[Cell]:
@@ -281,7 +298,7 @@ class Session(Closing):
 
     def _run(self, code: str, loop: asyncio.AbstractEventLoop | None) -> CellResult:
         for _attempt in range(2):
-            worker = self._ensure_worker()
+            worker = self._ensure_worker(settle=False)
             command = self._start(code, loop)
             future = worker.submit(command)
             try:
@@ -294,6 +311,7 @@ class Session(Closing):
                 return self._trapped(command, trap)
             finally:
                 command.context.calls.close()
+            self._settle()  # answered by now: commands run in order
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 
@@ -333,6 +351,7 @@ class Session(Closing):
                 command.context.calls.close()
                 if timer is not None:
                     timer.cancel()
+            self._settle()  # answered by now: commands run in order
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 

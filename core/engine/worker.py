@@ -25,6 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..guest import guest_sources
 from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
+from . import warmup
 from .guestcode import guest_code
 from .limits import Limits
 
@@ -119,6 +120,7 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
             f"{limits.memory_bytes // (1 << 20)} MiB was asked")
 
 
+_boot_replies: dict[bytes | None, bytes] = {}
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
 
@@ -191,7 +193,7 @@ class Worker:
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
                          boot_source=runtime.transport_source + _BOOT,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
-                         boot_reply=marshal.dumps(self._boot_answer()) if self._turns else None)
+                         boot_reply=self._boot_reply() if self._turns else None)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
@@ -409,9 +411,14 @@ class Worker:
         current = self._current
         return self.ops(op, msg, None if current is None else current.context)
 
+    def _boot_reply(self) -> bytes:  # encoded once: some 300 kB, wanted by every new guest
+        if self._code not in _boot_replies:
+            _boot_replies[self._code] = marshal.dumps(self._boot_answer())
+        return _boot_replies[self._code]
+
     def _boot_answer(self) -> dict[str, Any]:
         return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,
-                "turns": self._turns}
+                "turns": self._turns, "warm": warmup.script(_SERVE) if self._turns else None}
 
     def _next(self, result: Any) -> dict[str, Any]:
         self.booted.set()

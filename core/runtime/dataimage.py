@@ -2,8 +2,11 @@
 pandas, matplotlib's pyplot and asyncio, saved once so every new guest starts from it with
 pandas and charts ready.
 
-The image is made by a guest that runs nothing but our boot code and those imports: no
-model-written code ever ran in it. It is keyed by the compiled module, the boot code and what
+The image is made by a guest that runs nothing but our boot code, those imports and the
+engine's scripted warm-up session (see `imagewarm.py`), so a new guest's first cell finds our
+own code imported and warm: no model-written code ever ran in it. Beside it lies where its
+random generators' states are, so each new guest gets new ones (see `imageseeds.py`).
+It is keyed by the compiled module, the boot code and what
 the host answered at boot (the guest modules), so a new release of either makes a new image.
 Until it exists, guests boot from the bare snapshot and one thread builds it, under the same
 kind of lock as a compile, so two processes never build the same image.
@@ -25,6 +28,8 @@ import wasmtime
 
 from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
+from .imageseeds import MARK_SOURCE, locate_and_save
+from .imagewarm import warm
 from .memimage import SUPPORTED, MemoryImage, capture
 
 if TYPE_CHECKING:
@@ -120,7 +125,8 @@ class Images:
             return keys[2]
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
-                     _preload_source(self.preload), self._rt.layout, spec.boot_source):
+                     _preload_source(self.preload), MARK_SOURCE, self._rt.layout,
+                     spec.boot_source):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]
@@ -133,7 +139,7 @@ class Images:
             image = self._images.get(key)
             if image is not None or key in self._building:
                 return image
-            path = cache_dir() / f"wasi-python-image-{key}.mem"
+            path = _path(key)
             if path.is_file():
                 try:
                     image = self._images[key] = MemoryImage(path)
@@ -188,10 +194,16 @@ class Images:
                 instance.run()
                 instance.arm(_BUILD_TIMEOUT_S)
                 instance.turn(_preload_source(self.preload))
+                instance.arm(_BUILD_TIMEOUT_S)
+                warm(instance, spec.boot_reply)
+                said.clear()
+                instance.turn(MARK_SOURCE)
             except GuestTrap as trap:
                 tail = b"".join(said)[-2000:].decode("utf-8", "replace")
                 raise GuestTrap(trap.reason, f"{trap.message}\n{tail}") from None
-            return capture(instance._memory_handle, instance._store)
+            memory = capture(instance._memory_handle, instance._store)
+            locate_and_save(memory, b"".join(said), _path(self._key(spec)))  # before the image
+            return memory
         finally:
             if instance is not None:
                 instance.close()
@@ -202,3 +214,7 @@ class Images:
             images, self._images = list(self._images.values()), {}
         for image in images:
             image.close()
+
+
+def _path(key: str) -> Path:
+    return cache_dir() / f"wasi-python-image-{key}.mem"

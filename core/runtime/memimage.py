@@ -21,6 +21,8 @@ from pathlib import Path
 
 import wasmtime
 
+from . import imageseeds
+
 __all__ = ["MemoryImage", "capture", "SUPPORTED"]
 
 PAGE = 65536
@@ -49,6 +51,8 @@ class MemoryImage:
 
     def __init__(self, path: Path):
         self.path = path
+        self.seeds = imageseeds.load(path)
+        """Where the random generators' states lie (None: the guest must reseed itself)."""
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = os.fstat(self._fd).st_size
         if self.size == 0 or self.size % PAGE:
@@ -63,6 +67,12 @@ class MemoryImage:
         base = _base(memory, store)
         if _mmap(base, self.size, _PROT_READ_WRITE, _MAP_PRIVATE | _MAP_FIXED, self._fd, 0) != base:
             raise OSError(ctypes.get_errno(), "could not map the memory image")
+        if self.seeds:
+            fresh = os.urandom(sum(n for _, n in self.seeds))
+            start = 0
+            for at, n in self.seeds:
+                ctypes.memmove(base + at, fresh[start:start + n], n)
+                start += n
 
     def close(self) -> None:
         if self._fd >= 0:

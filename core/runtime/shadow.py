@@ -57,15 +57,27 @@ class Passthrough:
 
     def __init__(self, engine: wasmtime.Engine, module: wasmtime.Module, store: wasmtime.Store,
                  memory: wasmtime.Memory, names: tuple[str, ...]):
+        # Instantiated on first use (a third of a new guest's start, and most cells never
+        # open a file or sleep).
+        self._parts: tuple[Any, ...] | None = (engine, module, store, memory, names)
+        self._funcs: dict[str, wasmtime.Func] = {}
+        self._addr: dict[str, int] = {}
+
+    def _instantiate(self) -> None:
+        assert self._parts is not None
+        engine, module, store, memory, names = self._parts
         linker = wasmtime.Linker(engine)
         linker.define_wasi()
         linker.define(store, "env", "memory", memory)
         exports = linker.instantiate(store, module).exports(store)
         self._funcs = {name: exports[name] for name in names}  # keeps the handles alive
         self._addr = {name: ctypes.addressof(f._func) for name, f in self._funcs.items()}
+        self._parts = None
 
     def call(self, name: str, caller: int, args: int, nargs: int) -> int:
         """Run the real function; returns a trap pointer to propagate, or 0."""
+        if self._parts is not None:
+            self._instantiate()
         trap = ctypes.c_void_p()
         err = call_unchecked(caller_context(caller), self._addr[name], args, nargs,
                              ctypes.byref(trap))

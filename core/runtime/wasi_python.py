@@ -104,7 +104,7 @@ class DataInstance(WasmtimeInstance):
         self._host_alloc = HostAlloc(self._alloc_func)
         self._boot = spec.boot_source
         self._prefix = ""
-        self.from_image = False
+        self.from_image = self._reseeded = False
         self.image: MemoryImage | None = None
         """The start image this guest was mapped from (an exact snapshot is a delta to it)."""
 
@@ -124,6 +124,7 @@ class DataInstance(WasmtimeInstance):
         """Start from `image` instead of booting; before any turn."""
         image.map(self._memory_handle, self._store)
         self.from_image = True
+        self._reseeded = bool(image.seeds)
         self.image = image
 
     def grow_to(self, size: int) -> None:
@@ -145,9 +146,10 @@ class DataInstance(WasmtimeInstance):
 
     def run(self) -> None:
         """Boot: run the boot code. A guest mapped from an image is booted already: it only
-        needs its own random seeds, given at the start of its first turn (a turn less)."""
+        needs its own random seeds: written by `map_image` when the image says where they go,
+        else given at the start of its first turn (a turn less)."""
         if self.from_image:
-            self._prefix = _RESEED
+            self._prefix = "" if self._reseeded else _RESEED
         else:
             self.turn(self._boot)
 
