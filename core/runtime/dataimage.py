@@ -162,7 +162,7 @@ class Images:
                 if not path.is_file():
                     with progress(log.info, "preparing a memory image with "
                                   f"{', '.join(self.preload)} imported",
-                                  "once, in the background", "about 5 s") as note:
+                                  "once, in the background", "about 5-10 s") as note:
                         write_private(path, self._boot_and_import(spec))
                         _drop_cached(path)
                         note(f"{path.stat().st_size / 1e6:.0f} MB at {path}")
