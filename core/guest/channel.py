@@ -44,17 +44,27 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def call_prefix(name: str) -> str:
-    """The start of a "call" request for tool `name`, made once per tool (see `encode_call`)."""
+    """The start of a "call" request for tool `name`, made once per tool (see `call`)."""
     return '{"op":"call","name":' + _json.encode_basestring_ascii(name) + ',"args":'
 
 
-def encode_call(prefix: str, arguments: dict[str, Any]) -> bytes:
-    """A "call" request from its prefix: only the arguments are encoded per call."""
+def call(prefix: str, arguments: dict[str, Any]) -> Any:
+    """A "call" request from its prefix (only the arguments are encoded per call), sent, and
+    its answer decoded. Every tool call from guest code comes here, so it is one frame."""
     try:
         text = "".join(_encode(arguments, 0))
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError):  # tuple keys, cycles: convert first
         text = "".join(_encode(to_json_value(arguments), 0))
-    return (prefix + text + "}").encode("ascii")
+    if exchange is None:
+        raise _unconnected()
+    try:
+        raw = exchange((prefix + text + "}").encode("ascii"))
+    except OSError as exc:
+        raise _failed(exc) from None
+    try:
+        return marshal.loads(raw)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise _unreadable(exc) from None
 
 
 def request(message: dict[str, Any]) -> Any:
@@ -65,15 +75,27 @@ def request(message: dict[str, Any]) -> Any:
 def request_encoded(frame: bytes) -> Any:
     """`request` for a message encoded in advance (when memory may be too short to encode)."""
     if exchange is None:
-        raise ChannelError("the tooliscode channel is not connected")
+        raise _unconnected()
     try:
         raw = exchange(frame)
     except OSError as exc:
-        raise ChannelError(f"the host channel failed: {exc}") from None
+        raise _failed(exc) from None
     try:
         return marshal.loads(raw)
     except (EOFError, ValueError, TypeError) as exc:
-        raise ChannelError(f"the host sent an unreadable answer: {exc}") from None
+        raise _unreadable(exc) from None
+
+
+def _unconnected() -> ChannelError:
+    return ChannelError("the tooliscode channel is not connected")
+
+
+def _failed(exc: OSError) -> ChannelError:
+    return ChannelError(f"the host channel failed: {exc}")
+
+
+def _unreadable(exc: Exception) -> ChannelError:
+    return ChannelError(f"the host sent an unreadable answer: {exc}")
 
 
 def round_trip() -> Any:
