@@ -178,7 +178,7 @@ class CellCalls:
         started = time.monotonic()
         try:
             if tool.is_async:
-                value = self._handoff().call(tool.ainvoke, arguments, self._timeout(tool))
+                value = self._handoff().call(tool.invoke, arguments, self._timeout(tool))
             elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
                 timeout = self._timeout(tool)
                 future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
