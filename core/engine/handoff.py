@@ -50,6 +50,7 @@ _IDLE, _BUSY = object(), object()
 """What the serving task's wait ends with when no request came: the guest made no call for
 `LINGER_S`, or its time slice ended while calls went on (borrowed steps)."""
 
+_set_running_loop = asyncio._set_running_loop
 Call = Callable[[Any], Awaitable[Any] | Any]
 """A call's function: what it returns is awaited when it is awaitable."""
 
@@ -70,6 +71,8 @@ class LoopHandoff:
         self._lend = not loop.get_debug()
         self._borrowed = 0
         """Calls run on the parked loop so far: tells the waiting serving task they go on."""
+        self._busy = False
+        """Borrowed calls came in the last wait: wait a whole slice before looking again."""
         self._context = contextvars.copy_context()
         self._seq = 0
         self._running = 0
@@ -79,18 +82,17 @@ class LoopHandoff:
 
     # -- the waiting thread -------------------------------------------------------------
 
-    def call(self, fn: Call, argument: Any, timeout: float | None) -> Any:
+    def call(self, fn: Call, argument: Any, deadline: float | None) -> Any:
         """`await fn(argument)` on the loop; its value, or what it raised. Raises
-        `TimeoutError` after `timeout` seconds (the call is cancelled) and
+        `TimeoutError` at `deadline` (on the monotonic clock; the call is cancelled) and
         `asyncio.CancelledError` when `cancel` was called."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         self._seq += 1
         seq = self._seq
         if self._parked.acquire(blocking=False):
             # Written out here, not called: this is every async tool call's path.
             try:
                 self._borrowed += 1
-                asyncio._set_running_loop(self.loop)  # this thread runs no loop of its own
+                _set_running_loop(self.loop)  # this thread runs no loop of its own
                 try:
                     coro = fn(argument)
                     if type(coro) is not types.CoroutineType:
@@ -100,7 +102,7 @@ class LoopHandoff:
                     except StopIteration as stop:
                         return stop.value  # the common case: done without suspending
                 finally:
-                    asyncio._set_running_loop(None)
+                    _set_running_loop(None)
                 # It suspended: the loop's thread runs the rest. The parked serving task
                 # takes it from the queue unkicked, since it cannot stop waiting until we
                 # let go of the loop.
@@ -183,7 +185,7 @@ class LoopHandoff:
         docstring): `_IDLE` when the guest made no call for `LINGER_S`, `_BUSY` when the time
         slice that ends at `until` is used up."""
         borrowed = self._borrowed
-        wait = LINGER_S
+        wait = SLICE_S if self._busy else LINGER_S
         if self._lend:
             self._parked.release()
         try:
@@ -193,7 +195,8 @@ class LoopHandoff:
                     item = self._requests.get(timeout=max(0.0, min(wait, left)))
                     return _BUSY if item is _WAKE else item
                 except queue.Empty:
-                    if self._borrowed == borrowed:
+                    self._busy = self._borrowed != borrowed
+                    if not self._busy:
                         return _IDLE
                     if time.monotonic() >= until:
                         return _BUSY
@@ -220,9 +223,7 @@ class LoopHandoff:
                 if item is not _BUSY:
                     await self._run(*item)
                 if time.monotonic() >= until:  # give the loop's other tasks their turn
-                    self._listening = False
-                    await asyncio.sleep(0)
-                    self._listening = True
+                    await asyncio.sleep(0)  # and come back unkicked: still listening
                     until = time.monotonic() + SLICE_S
         except asyncio.CancelledError:
             pass

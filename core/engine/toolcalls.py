@@ -133,12 +133,18 @@ class CellCalls:
         self._count += 1
         return tool, arguments
 
-    def _timeout(self, tool: Tool) -> float | None:
+    def _until(self, tool: Tool, now: float) -> float | None:
+        """When a call of `tool` that starts `now` must have ended (on the monotonic clock):
+        at the end of the tool's own timeout or the cell's, whichever comes first."""
         own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
-        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
         if own is None:
-            return left
-        return own if left is None else min(own, left)
+            return self.deadline
+        return now + own if self.deadline is None else min(now + own, self.deadline)
+
+    def _timeout(self, tool: Tool) -> float | None:
+        now = time.monotonic()
+        until = self._until(tool, now)
+        return None if until is None else max(0.0, until - now)
 
     def _submit(self, tool: Tool, arguments: dict[str, Any], timeout: float | None) -> cf.Future:
         if tool.is_async:
@@ -178,7 +184,8 @@ class CellCalls:
         started = time.monotonic()
         try:
             if tool.is_async:
-                value = self._handoff().call(tool.invoke, arguments, self._timeout(tool))
+                handoff = self._loop_calls or self._handoff()
+                value = handoff.call(tool.invoke, arguments, self._until(tool, started))
             elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
                 timeout = self._timeout(tool)
                 future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
