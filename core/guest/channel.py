@@ -50,21 +50,12 @@ def call_prefix(name: str) -> str:
 
 def call(prefix: str, arguments: dict[str, Any]) -> Any:
     """A "call" request from its prefix (only the arguments are encoded per call), sent, and
-    its answer decoded. Every tool call from guest code comes here, so it is one frame."""
+    its answer decoded."""
     try:
         text = "".join(_encode(arguments, 0))
     except (TypeError, ValueError, RecursionError):  # tuple keys, cycles: convert first
         text = "".join(_encode(to_json_value(arguments), 0))
-    if exchange is None:
-        raise _unconnected()
-    try:
-        raw = exchange((prefix + text + "}").encode("ascii"))
-    except OSError as exc:
-        raise _failed(exc) from None
-    try:
-        return marshal.loads(raw)
-    except (EOFError, ValueError, TypeError) as exc:
-        raise _unreadable(exc) from None
+    return request_encoded((prefix + text + "}").encode("ascii"))
 
 
 def request(message: dict[str, Any]) -> Any:
@@ -75,27 +66,15 @@ def request(message: dict[str, Any]) -> Any:
 def request_encoded(frame: bytes) -> Any:
     """`request` for a message encoded in advance (when memory may be too short to encode)."""
     if exchange is None:
-        raise _unconnected()
+        raise ChannelError("the tooliscode channel is not connected")
     try:
         raw = exchange(frame)
     except OSError as exc:
-        raise _failed(exc) from None
+        raise ChannelError(f"the host channel failed: {exc}") from None
     try:
         return marshal.loads(raw)
     except (EOFError, ValueError, TypeError) as exc:
-        raise _unreadable(exc) from None
-
-
-def _unconnected() -> ChannelError:
-    return ChannelError("the tooliscode channel is not connected")
-
-
-def _failed(exc: OSError) -> ChannelError:
-    return ChannelError(f"the host channel failed: {exc}")
-
-
-def _unreadable(exc: Exception) -> ChannelError:
-    return ChannelError(f"the host sent an unreadable answer: {exc}")
+        raise ChannelError(f"the host sent an unreadable answer: {exc}") from None
 
 
 def round_trip() -> Any:
