@@ -83,3 +83,22 @@ async def test_calls_taken_on_the_parked_loop_see_what_the_loop_thread_would():
                          "        bad.append(i)\n    plain(i)\nbad")
         assert r.ok, r.error
         assert r.value == "[]"
+
+
+async def test_sync_tools_never_see_the_loop_that_async_calls_borrowed():
+    async def twice(i: int) -> int:
+        return 2 * i
+
+    def running() -> bool:
+        """Whether this (the guest's) thread has a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    async with Session([twice, running], limits=Limits(tool_calls=None)) as s:
+        r = await s.arun("[twice(i) for i in range(200)][-1], running()")
+        assert r.ok and r.value == "(398, False)", r.error
+        r = await s.arun("running()")
+        assert r.ok and r.value == "False", r.error

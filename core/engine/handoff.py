@@ -74,6 +74,9 @@ class LoopHandoff:
         self._busy = False
         """Borrowed calls came in the last wait: wait a whole slice before looking again."""
         self._context = contextvars.copy_context()
+        self._lent_to: int | None = None
+        """The thread that has the loop set as its running loop, for borrowed steps: left
+        set between them (setting it costs a system call) until `leave` clears it."""
         self._seq = 0
         self._running = 0
         self._dropped: set[int] = set()
@@ -86,23 +89,21 @@ class LoopHandoff:
         """`await fn(argument)` on the loop; its value, or what it raised. Raises
         `TimeoutError` at `deadline` (on the monotonic clock; the call is cancelled) and
         `asyncio.CancelledError` when `cancel` was called."""
-        self._seq += 1
-        seq = self._seq
+        self._seq = seq = self._seq + 1
         if self._parked.acquire(blocking=False):
             # Written out here, not called: this is every async tool call's path.
             try:
                 self._borrowed += 1
-                _set_running_loop(self.loop)  # this thread runs no loop of its own
+                if self._lent_to is None:  # this thread runs no loop of its own
+                    _set_running_loop(self.loop)
+                    self._lent_to = threading.get_ident()
+                coro = fn(argument)
+                if type(coro) is not types.CoroutineType:
+                    coro = _await(coro)
                 try:
-                    coro = fn(argument)
-                    if type(coro) is not types.CoroutineType:
-                        coro = _await(coro)
-                    try:
-                        yielded = self._context.run(coro.send, None)
-                    except StopIteration as stop:
-                        return stop.value  # the common case: done without suspending
-                finally:
-                    _set_running_loop(None)
+                    yielded = self._context.run(coro.send, None)
+                except StopIteration as stop:
+                    return stop.value  # the common case: done without suspending
                 # It suspended: the loop's thread runs the rest. The parked serving task
                 # takes it from the queue unkicked, since it cannot stop waiting until we
                 # let go of the loop.
@@ -130,6 +131,13 @@ class LoopHandoff:
             return value
         raise value
 
+    def leave(self) -> None:
+        """The calling thread is about to run other code (a sync tool, the cell's end): it
+        no longer runs as the loop's. A no-op on any other thread."""
+        if self._lent_to is not None and self._lent_to == threading.get_ident():
+            self._lent_to = None
+            _set_running_loop(None)
+
     # -- any thread ---------------------------------------------------------------------
 
     def cancel(self) -> None:
@@ -142,6 +150,7 @@ class LoopHandoff:
         when the cell ends, it also ends the wait of a serving task parked for more calls,
         which would otherwise hold up the loop (and the cell's result) for the rest of its
         time slice."""
+        self.leave()
         if not self._closed:
             self._closed = True
             self._requests.put(_WAKE)

@@ -101,6 +101,8 @@ class CellCalls:
     def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         if op == "call":
             return self._call(msg)
+        if self._loop_calls is not None:
+            self._loop_calls.leave()
         if op == "start":
             return self._start(msg)
         if op == "wait":
@@ -182,10 +184,14 @@ class CellCalls:
             return admitted
         tool, arguments = admitted
         started = time.monotonic()
+        is_async, handoff = tool.is_async, self._loop_calls
+        if handoff is not None and not is_async:
+            handoff.leave()  # a sync tool runs here with no running loop, as always
         try:
-            if tool.is_async:
-                handoff = self._loop_calls or self._handoff()
-                value = handoff.call(tool.invoke, arguments, self._until(tool, started))
+            if is_async:
+                own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
+                value = (handoff or self._handoff()).call(
+                    tool.invoke, arguments, self.deadline if own is None else self._until(tool, started))
             elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
                 timeout = self._timeout(tool)
                 future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
