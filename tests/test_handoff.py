@@ -102,3 +102,21 @@ async def test_sync_tools_never_see_the_loop_that_async_calls_borrowed():
         assert r.ok and r.value == "(398, False)", r.error
         r = await s.arun("running()")
         assert r.ok and r.value == "False", r.error
+
+
+async def test_a_borrowed_step_that_blocks_past_its_timeout_times_out():
+    import time
+
+    async def quick() -> int:
+        return 1
+
+    async def hog(seconds: float) -> float:
+        time.sleep(seconds)  # blocks without awaiting: a tool's mistake, timed all the same
+        return seconds
+
+    async with Session([quick, hog], limits=Limits(tool_timeout_s=0.2)) as s:
+        r = await s.arun("quick()\ntry:\n    hog(0.4)\nexcept ToolError as e:\n    err = str(e)\n"
+                         "[err, hog(0), quick()]")
+        assert r.ok, r.error
+        err, *rest = eval(r.value)
+        assert "timed out" in err and rest == [0, 1]

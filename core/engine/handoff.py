@@ -19,9 +19,13 @@ more than a call), and as soon as the cell ends (`close`).
 
 Every step of every call runs in one context, copied when the cell's first async call was
 made, as a task's steps run in the task's context. What the tools see is the same on
-either thread: the loop as the running loop, the serving task as the current task. What a
-borrowed step cannot change is the thread: a tool that keeps state per thread, or an event
-loop in debug mode (which checks the thread of every call), gets no borrowed steps.
+either thread: the loop as the running loop, the serving task as the current task. (The
+calling thread keeps the loop set as its running loop from one borrowed step to the next,
+since setting it is a system call; `leave` clears it before anything else runs there.)
+What a borrowed step cannot hide is the thread itself, so an event loop in debug mode,
+which checks the thread of every call made on it, lends nothing. And a first step that
+blocks without awaiting holds the calling thread as it would have held the loop's: its call
+times out when it returns, not before.
 """
 
 from __future__ import annotations
@@ -102,8 +106,10 @@ class LoopHandoff:
                     coro = _await(coro)
                 try:
                     yielded = self._context.run(coro.send, None)
-                except StopIteration as stop:
-                    return stop.value  # the common case: done without suspending
+                except StopIteration as stop:  # the common case: done without suspending
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise TimeoutError from None  # as the waiter would have said
+                    return stop.value
                 # It suspended: the loop's thread runs the rest. The parked serving task
                 # takes it from the queue unkicked, since it cannot stop waiting until we
                 # let go of the loop.
