@@ -10,6 +10,9 @@ A schema is compiled once into closures that run only the keywords it has, becau
 tool call pays for the check and guest Python is several times slower than native. The path
 to a bad value is built only when one is found, as the error travels up. Standard library
 only; `re` and `difflib` are imported only when a schema or an error needs them.
+
+The words of a failure are in invalid.py; calls whose arguments are plain scalars of a plain
+schema are accepted without this check, in plain.py.
 """
 
 from __future__ import annotations
