@@ -189,9 +189,8 @@ class CellCalls:
             handoff.leave()  # a sync tool runs here with no running loop, as always
         try:
             if is_async:
-                own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
-                value = (handoff or self._handoff()).call(
-                    tool.invoke, arguments, self.deadline if own is None else self._until(tool, started))
+                value = (handoff or self._handoff()).call(tool.invoke, arguments,
+                                                          self._until(tool, started))
             elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
                 timeout = self._timeout(tool)
                 future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
