@@ -1,12 +1,13 @@
 """What one tool call from guest code costs, against the bare crossing into the host and back.
 
-Rows: the empty round trip (a request the host answers without dispatching it); a small tool
-call on the sync route (`Session.run`, a sync tool) and on the async route that PydanticAI
-and the Agents SDK use (`await Session.arun`, an async tool); their ratios; and the same
-small call in smolagents' `LocalPythonExecutor` as a reference, in its own environment.
-Each figure is the best of several rounds taken in turn, since noise only ever adds time.
+Rows, for each runtime (the default and `data`): the empty round trip (a request the host
+answers without dispatching it); a small tool call on the sync route (`Session.run`, a sync
+tool) and on the async route that PydanticAI and the Agents SDK use (`await Session.arun`, an
+async tool); their ratios. Then the same small call in smolagents' `LocalPythonExecutor` as a
+reference, in its own environment. Each figure is the best of several rounds taken in turn,
+since noise only ever adds time.
 
-Run: python benchmarks/bench_crossing.py [--calls 2000] [--rounds 9] [--no-peer]
+Run: python benchmarks/bench_crossing.py [--calls 500] [--rounds 15] [--runtime data] [--no-peer]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,12 +45,15 @@ PROBES = {"empty": ("run", "_empty()"), "sync": ("run", "echo(i)"),
           "async": ("arun", "aecho(i)"), "async route, sync tool": ("arun", "echo(i)")}
 
 
-async def measure(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
+async def measure(calls: int, rounds: int, runtime: str) -> dict[str, tuple[float, float]]:
     """Best (wall, CPU) seconds per call of each probe, the probes taken in turn round by
     round. Wall time is timed in the guest; CPU time is this process's, all threads."""
     best = {name: (float("inf"), float("inf")) for name in PROBES}
-    with Session([echo, aecho], limits=Limits(tool_calls=None, timeout_s=120)) as session:
+    with Session([echo, aecho], limits=Limits(tool_calls=None, timeout_s=120),
+                 runtime=runtime) as session:
         for round_ in range(rounds + 1):
+            if round_ == 1:
+                await settle()
             for name, (route, call) in PROBES.items():
                 code = LOOP.format(n=calls, call=call)
                 cpu = time.process_time()
@@ -62,6 +67,18 @@ async def measure(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
     return best
 
 
+async def settle(limit_s: float = 15.0) -> None:
+    """Wait until this process is idle: a new session's pool boots a spare interpreter in
+    the background (up to a few seconds of CPU), which would share the cores and the GIL
+    with the calls being timed."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        cpu = time.process_time()
+        await asyncio.sleep(0.2)
+        if time.process_time() - cpu < 0.02:
+            return
+
+
 def smolagents_call(calls: int, rounds: int) -> tuple[float | None, str]:
     """Seconds per call in smolagents' executor (own venv), or None and why not."""
     python, about = peer_python("smolagents", "smolagents")
@@ -71,40 +88,54 @@ def smolagents_call(calls: int, rounds: int) -> tuple[float | None, str]:
     return out["per_call_s"], f"smolagents {out['version']}"
 
 
-def rows(calls: int = 500, rounds: int = 15, peer: bool = True) -> list[Row]:
-    best = asyncio.run(measure(calls, rounds))
+def runtime_rows(runtime: str, calls: int, rounds: int) -> list[Row]:
+    best = asyncio.run(measure(calls, rounds, runtime))
     (empty, empty_cpu), (sync, sync_cpu) = best["empty"], best["sync"]
     async_, async_cpu = best["async"]
     us = lambda s: f"{s * 1e6:.1f} us"  # noqa: E731
-    out = [
-        Row("empty host round trip (guest -> host -> guest, no payload)",
+    return [
+        Row(f"[{runtime}] empty host round trip (guest -> host -> guest, no payload)",
             f"{us(empty)} (CPU {us(empty_cpu)})", "-", "info"),
-        Row("small tool call, sync route (Session.run, sync tool)",
+        Row(f"[{runtime}] small tool call, sync route (Session.run, sync tool)",
             f"{us(sync)} = {sync / empty:.2f}x empty (CPU {us(sync_cpu)} = "
             f"{sync_cpu / empty_cpu:.2f}x)", "<= 3x empty", "ok" if sync <= 3 * empty else "over"),
-        Row("small tool call, async route (await Session.arun, async tool)",
+        Row(f"[{runtime}] small tool call, async route (await Session.arun, async tool)",
             f"{us(async_)} = {async_ / sync:.2f}x sync route (CPU {us(async_cpu)} = "
             f"{async_cpu / sync_cpu:.2f}x)", "<= 1.3x sync",
             "ok" if async_ <= 1.3 * sync else "over"),
-        Row("small tool call, async route, sync tool",
+        Row(f"[{runtime}] small tool call, async route, sync tool",
             "{} (CPU {})".format(*map(us, best["async route, sync tool"])), "-", "info"),
     ]
+
+
+def rows(calls: int = 500, rounds: int = 15, peer: bool = True,
+         runtimes: tuple[str, ...] = ("default", "data")) -> list[Row]:
+    out = [row for runtime in runtimes for row in runtime_rows(runtime, calls, rounds)]
     if peer:
         peer_s, about = smolagents_call(calls, max(3, rounds // 2))
         out.append(Row(f"reference: the same call in {about}'s LocalPythonExecutor "
                        "(CodeAgent's setup, own venv)",
-                       us(peer_s) if peer_s is not None else f"none: {about}", "-", "info"))
+                       us_text(peer_s) if peer_s is not None else f"none: {about}", "-", "info"))
     return out
+
+
+def us_text(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--runtime", action="append", choices=("default", "data"),
+                        help="measure only this runtime (repeatable; both by default)")
     parser.add_argument("--no-peer", action="store_true", help="skip smolagents")
     args = parser.parse_args()
-    print(f"machine: {machine()}\n")
-    print(table(rows(args.calls, args.rounds, not args.no_peer)))
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at the start\n")
+    found = rows(args.calls, args.rounds, not args.no_peer,
+                 tuple(args.runtime or ("default", "data")))
+    print(table(found))
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -288,6 +288,7 @@ class Session(Closing):
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
         command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command.future.add_done_callback(lambda _: calls.close())  # frees a parked loop at once
         command.notices.extend(self._notices)
         self._notices.clear()
         return command

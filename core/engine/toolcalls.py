@@ -101,6 +101,8 @@ class CellCalls:
     def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         if op == "call":
             return self._call(msg)
+        if self._loop_calls is not None:
+            self._loop_calls.leave()
         if op == "start":
             return self._start(msg)
         if op == "wait":
@@ -133,12 +135,18 @@ class CellCalls:
         self._count += 1
         return tool, arguments
 
-    def _timeout(self, tool: Tool) -> float | None:
+    def _until(self, tool: Tool, now: float) -> float | None:
+        """When a call of `tool` that starts `now` must have ended (on the monotonic clock):
+        at the end of the tool's own timeout or the cell's, whichever comes first."""
         own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
-        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
         if own is None:
-            return left
-        return own if left is None else min(own, left)
+            return self.deadline
+        return now + own if self.deadline is None else min(now + own, self.deadline)
+
+    def _timeout(self, tool: Tool) -> float | None:
+        now = time.monotonic()
+        until = self._until(tool, now)
+        return None if until is None else max(0.0, until - now)
 
     def _submit(self, tool: Tool, arguments: dict[str, Any], timeout: float | None) -> cf.Future:
         if tool.is_async:
@@ -176,9 +184,13 @@ class CellCalls:
             return admitted
         tool, arguments = admitted
         started = time.monotonic()
+        is_async, handoff = tool.is_async, self._loop_calls
+        if handoff is not None and not is_async:
+            handoff.leave()  # a sync tool runs here with no running loop, as always
         try:
-            if tool.is_async:
-                value = self._handoff().call(tool.ainvoke, arguments, self._timeout(tool))
+            if is_async:
+                value = (handoff or self._handoff()).call(tool.invoke, arguments,
+                                                          self._until(tool, started))
             elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
                 timeout = self._timeout(tool)
                 future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,

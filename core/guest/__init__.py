@@ -13,8 +13,8 @@ from importlib import resources
 __all__ = ["GUEST_MODULES", "guest_sources"]
 
 GUEST_PACKAGE = "tooliscode_guest"
-GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "validate", "tools", "discovery",
-                 "describe", "figures", "cells", "persist", "main")
+GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
+                 "tools", "discovery", "describe", "figures", "cells", "persist", "main")
 """In load order: each may import only the ones before it."""
 
 

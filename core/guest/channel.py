@@ -44,17 +44,18 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def call_prefix(name: str) -> str:
-    """The start of a "call" request for tool `name`, made once per tool (see `encode_call`)."""
+    """The start of a "call" request for tool `name`, made once per tool (see `call`)."""
     return '{"op":"call","name":' + _json.encode_basestring_ascii(name) + ',"args":'
 
 
-def encode_call(prefix: str, arguments: dict[str, Any]) -> bytes:
-    """A "call" request from its prefix: only the arguments are encoded per call."""
+def call(prefix: str, arguments: dict[str, Any]) -> Any:
+    """A "call" request from its prefix (only the arguments are encoded per call), sent, and
+    its answer decoded."""
     try:
         text = "".join(_encode(arguments, 0))
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError):  # tuple keys, cycles: convert first
         text = "".join(_encode(to_json_value(arguments), 0))
-    return (prefix + text + "}").encode("ascii")
+    return request_encoded((prefix + text + "}").encode("ascii"))
 
 
 def request(message: dict[str, Any]) -> Any:

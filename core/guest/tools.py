@@ -50,8 +50,7 @@ def tool_error(reply: dict[str, Any]) -> ToolError:
 
 def call_tool(name: str, arguments: dict[str, Any], prefix: str | None = None) -> Any:
     """Call host tool `name` and wait for its value (raises `ToolError`)."""
-    frame = channel.encode_call(prefix or channel.call_prefix(name), arguments)
-    reply = channel.request_encoded(frame)
+    reply = channel.call(prefix or channel.call_prefix(name), arguments)
     if reply.get("ok"):
         return reply.get("value")
     raise tool_error(reply)
@@ -136,19 +135,16 @@ class ToolFunction:
         self._check: Any = None
         self._accept: Any = None
         self._fast: Any = None
+        """Accepts keyword arguments that need no binding steps (see `_compile`)."""
+        self._plain: Any = None
+        """Binds and accepts positional arguments of a plain schema (see `plain_binder`)."""
         self._names = {key: name for name, key in self._keys.items()}
         self._shown: str = spec.get("shown") or self.__name__
         """How the model writes it (`ns.tool`), for error messages."""
         self.signature: str = spec.get("signature") or f"{self._shown}(...)"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        fast = self._fast
-        if fast is not None:  # all by position or all by keyword, plain values of the right type
-            arguments = kwargs if not args else (
-                dict(zip(self._params, args)) if not kwargs and len(args) == len(self._params)
-                else None)
-            if arguments is not None and fast(arguments) and self._required <= arguments.keys():
-                return arguments
+        """Bind and check the arguments the general way, which words every mistake."""
         if len(args) > len(self._params):
             raise self._bad(f"takes {len(self._params)} positional argument(s) but "
                             f"{len(args)} were given")
@@ -172,29 +168,48 @@ class ToolFunction:
             arguments = {self._keys.get(k, k): v for k, v in arguments.items()}
         if self._schema is not None:
             if self._check is None:  # compiled at the first call: most tools are never called
-                from .validate import checker, quick_accept
-
-                self._check = checker(self._schema)
-                self._accept = quick_accept(self._schema)
-                properties = self._schema.get("properties")
-                if self._accept is not None and not self._keys and isinstance(properties, dict) \
-                        and set(properties) == set(self._params):
-                    self._fast = self._accept  # what it accepts needs none of the steps above
+                self._compile(self._schema)
             if self._accept is None or not self._accept(arguments):
                 found = self._check(arguments, self._names)
                 if found:
                     raise self._bad(found)
         return arguments
 
+    def _compile(self, schema: dict[str, Any]) -> None:
+        from .plain import plain_binder, quick_accept
+        from .validate import checker
+
+        self._check = checker(schema)
+        self._accept = quick_accept(schema)
+        properties = schema.get("properties")
+        if self._accept is not None and not self._keys and isinstance(properties, dict) \
+                and set(properties) == set(self._params):
+            self._fast = self._accept  # what it accepts needs none of the binding steps
+        self._plain = plain_binder(self._params, self._keys, self._required, self._omit_none,
+                                   schema)
+
     def _bad(self, message: str) -> ToolArgumentError:
         return ToolArgumentError(f"{self._shown}(): {message}", self._wire, "arguments")
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        # `self` positional-only: a tool may well have a parameter named `self`.
-        arguments = self._bind(args, kwargs)
-        loop = _running_loop()
+        # `self` positional-only: a tool may well have a parameter named `self`. The plain
+        # cases are written out here, not called, since every tool call from guest code
+        # pays for each Python frame on its way.
+        arguments = None
+        if not kwargs:
+            plain = self._plain
+            if plain is not None and len(args) <= len(self._params):
+                arguments = plain(*args)
+        elif not args:
+            fast = self._fast
+            if fast is not None and fast(kwargs) and self._required <= kwargs.keys():
+                arguments = kwargs
+        if arguments is None:
+            arguments = self._bind(args, kwargs)
+        get_loop = _get_running_loop
+        loop = get_loop() if get_loop is not None else _running_loop()
         if loop is None or _used_as_value(sys._getframe(1)):
-            reply = channel.request_encoded(channel.encode_call(self._prefix, arguments))
+            reply = channel.call(self._prefix, arguments)
             if reply.get("ok"):
                 return reply.get("value")
             raise tool_error(reply)

@@ -10,9 +10,25 @@ A schema is compiled once into closures that run only the keywords it has, becau
 tool call pays for the check and guest Python is several times slower than native. The path
 to a bad value is built only when one is found, as the error travels up. Standard library
 only; `re` and `difflib` are imported only when a schema or an error needs them.
+
+The words of a failure are in invalid.py; calls whose arguments are plain scalars of a plain
+schema are accepted without this check, in plain.py.
 """
 
 from __future__ import annotations
+
+from .invalid import (
+    PLAIN,
+    PY_NAMES,
+    Invalid,
+    did_you_mean,
+    fails,
+    inside,
+    nearest,
+    same,
+    show,
+    wrong_type,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,32 +36,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     Check = Callable[[Any], None]
-    """Raises `_Invalid`, with a path relative to the value it was given."""
+    """Raises `Invalid`, with a path relative to the value it was given."""
 
-__all__ = ["checker", "did_you_mean", "problem", "quick_accept", "resolve"]
+__all__ = ["checker", "did_you_mean", "problem", "resolve"]
 
-_PY_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-             "array": "list", "object": "dict", "null": "None"}
-_PLAIN = frozenset((str, int, float, bool, type(None), list, tuple, dict))
 _MISSING = object()
 _FAILS = {">=": lambda v, limit: v < limit, "<=": lambda v, limit: v > limit,
           ">": lambda v, limit: v <= limit, "<": lambda v, limit: v >= limit}
 """A bound in words -> whether a value breaks it."""
-
-
-class _Invalid(Exception):
-    """One reason a value does not fit; `path` is where: the keys and indexes down to it."""
-
-    def __init__(self, message: str, wanted: str | None = None):
-        super().__init__(message)
-        self.path: tuple[Any, ...] = ()
-        self.message = message
-        self.wanted = wanted
-        """For a value of the wrong type: the types that would have done."""
-
-    def at(self, step: Any) -> _Invalid:
-        self.path = (step, *self.path)
-        return self
 
 
 def resolve(root: Any, ref: str) -> Any:
@@ -69,14 +67,6 @@ def resolve(root: Any, ref: str) -> Any:
     return node
 
 
-def did_you_mean(word: str, options: Any) -> str:
-    """"; did you mean 'x'?" for the closest options, or "" when none is close."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(options), n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-
-
 def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], str | None]:
     """Compile `schema` once; the result says what is wrong with an arguments object, naming
     the first bad argument (as the caller wrote it, through `names`), or None."""
@@ -87,7 +77,7 @@ def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], st
             return None
         try:
             check(arguments)
-        except _Invalid as bad:
+        except Invalid as bad:
             if not bad.path:
                 return f"the call {bad.message}"
             first = str(bad.path[0])
@@ -100,59 +90,10 @@ def checker(schema: Any) -> Callable[[dict[str, Any], dict[str, str] | None], st
     return problem_of
 
 
-_NOTES = frozenset(("title", "description", "default", "examples", "$schema"))
-_SCALAR_TYPES = {"string": (str,), "integer": (int,), "number": (int, float),
-                 "boolean": (bool,), "null": (type(None),)}
-
-
-def quick_accept(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
-    """For an object schema whose properties constrain nothing but a scalar type (most
-    tools' schemas): a test that accepts, with one type lookup per argument, arguments the
-    full check would accept. It says False when unsure, and the full check then decides.
-    None for any other schema."""
-    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        return None
-    if any(k not in _NOTES and k not in ("type", "properties", "required",
-                                         "additionalProperties") for k in schema):
-        return None
-    props, required = schema.get("properties", {}), schema.get("required", [])
-    if schema.get("additionalProperties", True) not in (True, False) \
-            or not isinstance(props, dict) or not isinstance(required, list):
-        return None
-    types = {}
-    for key, sub in props.items():
-        if not isinstance(sub, dict) or any(k != "type" and k not in _NOTES for k in sub) \
-                or not isinstance(sub.get("type"), str) or sub["type"] not in _SCALAR_TYPES:
-            return None
-        types[key] = _SCALAR_TYPES[sub["type"]]
-    needed = frozenset(required)
-
-    def accept(arguments: dict[str, Any]) -> bool:
-        for key, value in arguments.items():
-            if type(value) not in types.get(key, ()):
-                return False
-        return needed <= arguments.keys()
-
-    return accept
-
-
 def problem(schema: Any, arguments: dict[str, Any],
             names: dict[str, str] | None = None) -> str | None:
     """`checker(schema)(arguments, names)`, for a single use."""
     return checker(schema)(arguments, names)
-
-
-def _type_name(value: Any) -> str:
-    return "None" if value is None else type(value).__name__
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _wrong_type(wanted: str, value: Any) -> _Invalid:
-    return _Invalid(f"must be {wanted}, not {_type_name(value)} ({_show(value)})", wanted)
 
 
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -167,41 +108,7 @@ def _accepted(kind: Any) -> tuple[frozenset[type] | None, bool, str]:
     if kind is None or any(k not in _TYPES for k in kinds):
         return None, False, ""  # no type, or an unknown type name: not ours to judge
     accepted = frozenset(t for k in kinds for t in _TYPES[k])
-    return accepted, "integer" in kinds, " | ".join(_PY_NAMES[k] for k in kinds)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: `True` is not `1`, but `1` is `1.0`; tuples equal lists."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return type(a) in _PLAIN and type(b) in _PLAIN and a == b
-
-
-def _nearest(failures: list[_Invalid], value: Any) -> _Invalid:
-    """Why a value fits none of the alternatives, said through the one it came closest to:
-    the failure deepest inside the value, else the one branch whose type fitted."""
-    deepest = max(len(f.path) for f in failures)
-    if deepest:
-        return next(f for f in failures if len(f.path) == deepest)
-    fitted = [f for f in failures if f.wanted is None]
-    if len(fitted) == 1:
-        return fitted[0]
-    if not fitted:
-        wanted = " | ".join(dict.fromkeys(w for f in failures for w in str(f.wanted).split(" | ")))
-        return _wrong_type(wanted, value)
-    return _Invalid("fits none of the allowed shapes: " + "; ".join(
-        dict.fromkeys(f.message for f in failures)))
-
-
-def _inside(check: Check, value: Any, step: Any) -> None:
-    try:
-        check(value)
-    except _Invalid as bad:
-        raise bad.at(step) from None
+    return accepted, "integer" in kinds, " | ".join(PY_NAMES[k] for k in kinds)
 
 
 def _size(schema: dict[str, Any], keyword: str, noun: str) -> Check | None:
@@ -214,9 +121,9 @@ def _size(schema: dict[str, Any], keyword: str, noun: str) -> Check | None:
 
     def size(value: Any) -> None:
         if low is not None and len(value) < low:
-            raise _Invalid(f"must have at least {low} {noun}, not {len(value)}")
+            raise Invalid(f"must have at least {low} {noun}, not {len(value)}")
         if high is not None and len(value) > high:
-            raise _Invalid(f"must have at most {high} {noun}, not {len(value)}")
+            raise Invalid(f"must have at most {high} {noun}, not {len(value)}")
 
     return size
 
@@ -246,7 +153,7 @@ class _Compiler:
         """A check for `schema`, or None when it allows every value."""
         if schema is False:
             def nothing(value: Any) -> None:
-                raise _Invalid("is not allowed here")
+                raise Invalid("is not allowed here")
 
             return nothing
         if not isinstance(schema, dict) or not schema:
@@ -263,11 +170,11 @@ class _Compiler:
 
         def check(value: Any) -> None:
             kind = type(value)
-            if kind not in _PLAIN or (nullable and value is None):
+            if kind not in PLAIN or (nullable and value is None):
                 return  # converted by the channel, and judged by the host
             if accepted is not None and kind not in accepted and not (
                     integral and kind is float and value.is_integer()):
-                raise _wrong_type(wanted, value)
+                raise wrong_type(wanted, value)
             if kind is dict:
                 if mapping is not None:
                     mapping(value)
@@ -309,13 +216,13 @@ class _Compiler:
         const = schema.get("const")
 
         def listed(value: Any) -> None:
-            if isinstance(options, list) and not any(_same(value, o) for o in options):
-                shown = ", ".join(_show(o) for o in options[:20])
+            if isinstance(options, list) and not any(same(value, o) for o in options):
+                shown = ", ".join(show(o) for o in options[:20])
                 hint = did_you_mean(value, [o for o in options if isinstance(o, str)]) \
                     if isinstance(value, str) else ""
-                raise _Invalid(f"must be one of {shown}, not {_show(value)}{hint}")
-            if has_const and not _same(value, const):
-                raise _Invalid(f"must be {_show(const)}, not {_show(value)}")
+                raise Invalid(f"must be one of {shown}, not {show(value)}{hint}")
+            if has_const and not same(value, const):
+                raise Invalid(f"must be {show(const)}, not {show(value)}")
 
         return listed
 
@@ -332,7 +239,7 @@ class _Compiler:
 
         def matches(value: str) -> None:
             if matcher is not None and matcher(value) is None:
-                raise _Invalid(f"must match the pattern {pattern!r}, not {_show(value)}")
+                raise Invalid(f"must match the pattern {pattern!r}, not {show(value)}")
 
         return _all([_size(schema, "Length", "characters"), matches if matcher else None])
 
@@ -354,11 +261,11 @@ class _Compiler:
         def ranged(value: float) -> None:
             for words, limit in bounds:
                 if _FAILS[words](value, limit):
-                    raise _Invalid(f"must be {words} {limit}, not {value}")
+                    raise Invalid(f"must be {words} {limit}, not {value}")
             if step is not None:
                 ratio = value / step
                 if abs(ratio - round(ratio)) > 1e-9:  # a tolerance: 0.07 is a multiple of 0.01
-                    raise _Invalid(f"must be a multiple of {step}, not {value}")
+                    raise Invalid(f"must be a multiple of {step}, not {value}")
 
         return ranged
 
@@ -373,14 +280,14 @@ class _Compiler:
         def each(value: Any) -> None:
             for i, (check, item) in enumerate(zip(heads, value)):
                 if check is not None:
-                    _inside(check, item, i)
+                    inside(check, item, i)
             if rest is not None:
                 for i in range(len(heads), len(value)):
-                    _inside(rest, value[i], i)
+                    inside(rest, value[i], i)
             if unique:
                 for i, item in enumerate(value):
-                    if any(_same(item, other) for other in value[:i]):
-                        raise _Invalid("repeats an earlier item; items must be unique").at(i)
+                    if any(same(item, other) for other in value[:i]):
+                        raise Invalid("repeats an earlier item; items must be unique").at(i)
 
         needed = any(heads) or rest is not None or unique
         return _all([_size(schema, "Items", "items"), each if needed else None])
@@ -401,20 +308,20 @@ class _Compiler:
                 sub = props.get(key, _MISSING)
                 if sub is not _MISSING:
                     if sub is not None:
-                        try:  # inline, not through _inside: this loop is every call's cost
+                        try:  # inline, not through inside: this loop is every call's cost
                             sub(item)
-                        except _Invalid as bad:
+                        except Invalid as bad:
                             raise bad.at(key) from None
                 elif not (patterns and self._patterned(patterns, key, item)):
                     if closed:
-                        raise _Invalid(f"has an unexpected key {key!r}"
+                        raise Invalid(f"has an unexpected key {key!r}"
                                        f"{did_you_mean(str(key), props)}")
                     if other is not None:
-                        _inside(other, item, key)
+                        inside(other, item, key)
             # After the keys present, so a misspelt key is named with its suggestion first.
             for key in required:
                 if key not in value:
-                    raise _Invalid(f"is missing the required key {key!r}")
+                    raise Invalid(f"is missing the required key {key!r}")
 
         needed = any(props.values()) or patterns or closed or other or required
         return _all([keys if needed else None, _size(schema, "Properties", "keys")])
@@ -431,7 +338,7 @@ class _Compiler:
             if found:
                 matched = True
                 if check is not None:
-                    _inside(check, item, key)
+                    inside(check, item, key)
         return matched
 
     def _combined(self, schema: dict[str, Any]) -> Check | None:
@@ -453,20 +360,20 @@ class _Compiler:
     @staticmethod
     def _alternatives(options: list[Check | None], exactly_one: bool) -> Check:
         def alternatives(value: Any) -> None:
-            failures = [_fails(check, value) for check in options]
+            failures = [fails(check, value) for check in options]
             passed = failures.count(None)
             if exactly_one and passed > 1:
-                raise _Invalid(f"matches {passed} of the alternatives; it must match exactly one")
+                raise Invalid(f"matches {passed} of the alternatives; it must match exactly one")
             if passed == 0:
-                raise _nearest([f for f in failures if f is not None], value)
+                raise nearest([f for f in failures if f is not None], value)
 
         return alternatives
 
     @staticmethod
     def _negated(check: Check | None) -> Check:
         def negated(value: Any) -> None:
-            if _fails(check, value) is None:
-                raise _Invalid("matches a shape that is not allowed")
+            if fails(check, value) is None:
+                raise Invalid("matches a shape that is not allowed")
 
         return negated
 
@@ -474,18 +381,8 @@ class _Compiler:
     def _conditional(condition: Check | None, then: Check | None,
                      otherwise: Check | None) -> Check:
         def conditional(value: Any) -> None:
-            branch = then if _fails(condition, value) is None else otherwise
+            branch = then if fails(condition, value) is None else otherwise
             if branch is not None:
                 branch(value)
 
         return conditional
-
-
-def _fails(check: Check | None, value: Any) -> _Invalid | None:
-    if check is None:
-        return None
-    try:
-        check(value)
-    except _Invalid as bad:
-        return bad
-    return None

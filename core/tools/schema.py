@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import types
 import typing
 import weakref
 from collections.abc import Callable
@@ -153,13 +154,79 @@ def _build_schema(fn: Callable[..., Any]) -> FunctionSchema:
     except Exception as exc:  # a parameter type pydantic cannot describe
         raise TypeError(f"cannot build a JSON Schema for {name}(): {exc}") from exc
 
-    def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+    def checked(arguments: dict[str, Any]) -> dict[str, Any]:
         instance = model.model_validate(arguments)
         values = {key: getattr(instance, key) for key in fields}
         values.update(instance.__pydantic_extra__ or {})
         return values
 
+    plain = None if extra == "allow" else _plain_arguments(model, fields)
+    validate = checked if plain is None else _fast_path(plain, checked)
     return FunctionSchema(name, description, parameters, validate, _output_schema(hints))
+
+
+_ANY = object()
+"""Stands for `Any`: every value passes unchanged."""
+_SCALARS = {int: (int,), str: (str,), float: (float,), bool: (bool,)}
+"""Annotation -> the exact types pydantic hands back unchanged (it turns an int into a float
+for a `float` parameter, so an int is not one of them)."""
+_IMMUTABLE = (type(None), int, str, float, bool)
+
+
+def _plain_types(annotation: Any) -> Any:
+    """The exact types `annotation` passes through unchanged, `_ANY`, or None when pydantic
+    must look (constraints, containers, models, anything it might convert)."""
+    if annotation is Any:
+        return _ANY
+    found = _SCALARS.get(annotation)
+    if found is not None:
+        return found
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        parts = [_SCALARS.get(a, (type(None),) if a is type(None) else None)
+                 for a in typing.get_args(annotation)]
+        if all(parts):
+            return tuple(t for part in parts for t in part)  # type: ignore[union-attr]
+    return None
+
+
+def _plain_arguments(model: Any, fields: dict[str, Any]) -> tuple[Any, ...] | None:
+    """(types per parameter, required names, defaults) when every parameter is a plain
+    scalar (or Any) with an immutable default, so arguments of exactly those types are valid
+    as they are; None otherwise."""
+    kinds, defaults = {}, {}
+    model_fields = model.model_fields
+    for name, (annotation, _) in fields.items():
+        info = model_fields.get(name)
+        kind = _plain_types(annotation)
+        if info is None or info.alias is not None or info.metadata or kind is None:
+            return None
+        if not info.is_required():
+            if type(info.default) not in _IMMUTABLE:
+                return None  # pydantic copies a mutable default: let it
+            defaults[name] = info.default
+        kinds[name] = kind
+    return kinds, frozenset(kinds) - frozenset(defaults), defaults
+
+
+def _fast_path(plain: tuple[Any, ...], checked: Callable[[dict[str, Any]], dict[str, Any]]
+               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """`checked` behind a test that lets through, with one type lookup per argument, what
+    pydantic would hand back unchanged; everything else (and every error) is pydantic's."""
+    kinds, required, defaults = plain
+    count = len(kinds)
+
+    def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+        for key, value in arguments.items():
+            kind = kinds.get(key)
+            if kind is None or (kind is not _ANY and type(value) not in kind):
+                return checked(arguments)
+        if len(arguments) == count:
+            return arguments
+        if required <= arguments.keys():
+            return {**defaults, **arguments}
+        return checked(arguments)
+
+    return validate
 
 
 def _named(fn: Callable[..., Any]) -> tuple[str, Any]:
