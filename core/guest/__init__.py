@@ -14,7 +14,7 @@ __all__ = ["GUEST_MODULES", "guest_sources"]
 
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
-                 "tools", "discovery", "describe", "figures", "cells", "persist", "main")
+                 "callsite", "tools", "discovery", "describe", "figures", "cells", "persist", "main")
 """In load order: each may import only the ones before it."""
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from . import channel
+from .callsite import used_as_value
 
 __all__ = [
     "ToolArgumentError",
@@ -208,7 +209,7 @@ class ToolFunction:
             arguments = self._bind(args, kwargs)
         get_loop = _get_running_loop
         loop = get_loop() if get_loop is not None else _running_loop()
-        if loop is None or _used_as_value(sys._getframe(1)):
+        if loop is None or used_as_value(sys._getframe(1)):
             reply = channel.call(self._prefix, arguments)
             if reply.get("ok"):
                 return reply.get("value")
@@ -217,65 +218,6 @@ class ToolFunction:
 
     def __repr__(self) -> str:
         return f"<tool {self.signature}>"
-
-
-_USES_NOW = ("STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF", "GET_ITER", "LOAD_ATTR",
-             "POP_TOP", "UNPACK_SEQUENCE", "UNPACK_EX", "FORMAT_VALUE", "POP_JUMP_IF_FALSE",
-             "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "RETURN_VALUE",
-             "UNARY_NOT", "UNARY_NEGATIVE")
-"""Instructions that consume the value just computed: `x = tool()`, `for r in tool()`..."""
-_USES_AFTER_LOADS = ("BINARY_SUBSCR", "BINARY_SLICE", "BINARY_OP", "COMPARE_OP", "CONTAINS_OP",
-                     "IS_OP", "STORE_SUBSCR", "STORE_ATTR")
-"""...or consume it once their other operands are loaded: `tool()['k']`, `tool() + 1`."""
-_LOADS = ("LOAD_CONST", "LOAD_NAME", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_GLOBAL", "LOAD_DEREF")
-_opcodes: Any = None
-
-
-def _opcode_tables() -> Any:
-    import opcode
-
-    if sys.version_info[:2] != (3, 12):
-        return ()
-    ops = opcode.opmap
-    names = lambda group: frozenset(ops[n] for n in group if n in ops)  # noqa: E731
-    return (ops["CALL"], opcode.EXTENDED_ARG, opcode._inline_cache_entries, names(_USES_NOW),
-            names(_USES_AFTER_LOADS), names(_LOADS))
-
-
-def _used_as_value(frame: Any) -> bool:
-    """Inside async code, does the caller use this call's result right away, as a value
-    (`x = tool()`, `tool()['k']`, `for r in tool()`, `return tool()`), rather than awaiting
-    it or handing it on (`await tool()`, `gather(tool(), ...)`, `[tool(i) for i in ids]`)?
-
-    Models mix the two styles in one cell; read from the caller's next instructions, the
-    first kind gets the value (the call blocks) and the second an awaitable that runs
-    concurrently. Only CPython 3.12's layout is known; elsewhere calls stay awaitable.
-    """
-    global _opcodes
-    if _opcodes is None:
-        _opcodes = _opcode_tables()
-    if not _opcodes:
-        return False
-    call, extended, caches, now, after_loads, loads = _opcodes
-    raw = frame.f_code.co_code
-    at = frame.f_lasti
-    if at >= len(raw) or raw[at] != call:
-        return False
-    skipped = 0
-    while True:
-        at += 2 + 2 * caches[raw[at]]
-        while at < len(raw) and raw[at] == extended:
-            at += 2
-        if at >= len(raw):
-            return False
-        op = raw[at]
-        if skipped == 0 and op in now:
-            return True
-        if op in after_loads:
-            return True
-        if op not in loads or skipped == 2:
-            return False
-        skipped += 1
 
 
 def _start_pending(loop: Any, shown: str, wire: str, arguments: dict[str, Any]) -> Any:
