@@ -118,6 +118,33 @@ def test_plain_calls_inside_async_code_give_values(session):
     assert r.ok and r.value == "(1, 2, 'yes')", r.error
 
 
+def pair(a: int) -> list:
+    """Two numbers from `a`."""
+    return [a, a + 1]
+
+
+USED_AT_ONCE = {  # each read differently from the bytecode of CPython 3.12 and 3.15
+    "x = pair(a=1)\nx": "[1, 2]", "sum(x for x in pair(a=1))": "3",
+    "[r for r in pair(a=1)]": "[1, 2]", "{k: 0 for k in pair(a=1)}": "{1: 0, 2: 0}",
+    "f'{pair(a=1)}'": "'[1, 2]'", "x, y = pair(a=1)\ny": "2",
+    "d = {}\nd['k'] = pair(a=1)\nd": "{'k': [1, 2]}", "'yes' if pair(a=1) else 'no'": "'yes'",
+    "pair(a=1)[0] + 1": "2", "for r in pair(a=1):\n    pass\nr": "2",
+    "len(await pair(a=1))": "2", "len(await asyncio.gather(pair(a=1), pair(a=2)))": "2",
+}
+
+
+def test_inside_async_code_a_value_used_at_once_is_a_value_and_the_rest_awaitables():
+    with Session([pair]) as s:
+        for code, want in USED_AT_ONCE.items():
+            *lines, last = code.splitlines()
+            body = "".join(f"    {line}\n" for line in [*lines, f"return {last}"])
+            r = s.run(f"import asyncio\nasync def f():\n{body}await f()")
+            assert r.value == want, (code, r.error)
+        r = s.run("import asyncio\nasync def f():\n    return [pair(a=i) for i in range(2)]\n"
+                  "[type(c).__name__ for c in await f()]")
+        assert r.value == "['ToolCallFuture', 'ToolCallFuture']", r.error
+
+
 def test_calls_handed_on_inside_async_code_stay_concurrent():
     with Session(_meeting(5), limits=Limits(timeout_s=_MEETING_S + 30)) as s:
         r = s.run("import asyncio\ntasks = [meet(str(i)) for i in range(4)]\n"

@@ -24,6 +24,9 @@ _AFTER_LOADS = frozenset({"BINARY_SUBSCR", "BINARY_SLICE", "BINARY_OP", "COMPARE
 _NOT_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR", "LOAD_BUILD_CLASS",
                         "LOAD_ASSERTION_ERROR", "LOAD_LOCALS"})
 _SKIP = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "NOT_TAKEN", "KW_NAMES"})
+_PROLOGUE = frozenset({"LOAD_FAST_AND_CLEAR", "SWAP", "BUILD_LIST", "BUILD_SET", "BUILD_MAP"})
+"""What an inlined comprehension does before iterating: `[r for r in tool()]` reads the value
+through these on 3.13+ (3.12 iterates it first)."""
 _sites: dict[tuple[Any, int], bool] = {}
 
 
@@ -54,8 +57,11 @@ def _read(code: Any, at: int) -> bool:
             continue
         if name in _AFTER_LOADS:
             return True
-        if loaded == 0 and (name in _NOW or name.startswith(_NOW_PREFIXES)):
-            return True
+        if loaded == 0:
+            if name in _NOW or name.startswith(_NOW_PREFIXES) or name == "CALL" and ins.arg == 0:
+                return True  # `CALL 0`: the value is a generator expression's iterable (3.13+)
+            if name in _PROLOGUE and not (name.startswith("BUILD_") and ins.arg):
+                continue
         if not name.startswith("LOAD_") or name in _NOT_LOADS:
             return False
         loaded += 1 + name[5:].count("LOAD_")  # LOAD_FAST_LOAD_FAST loads two
