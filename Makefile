@@ -20,11 +20,12 @@ demo: setup
 
 # Two workers, each test file on one of them (module fixtures are then set up once). Most of
 # the suite's time is spent starting interpreters and subprocesses, which two workers overlap.
-# Then the security, fault, limit and isolation suites again on the data runtime.
+# Then the whole suite again with the data runtime as the default (tests/data pins it already;
+# tests/unit boots no guest).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
-	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests/security \
-		tests/test_limits.py tests/test_isolation.py tests/test_cells.py
+	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
+		--ignore=tests/data --ignore=tests/unit
 
 bench: setup
 	$(PY) benchmarks/run_all.py

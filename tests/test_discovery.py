@@ -90,8 +90,9 @@ def test_unknown_names_raise_name_error_with_a_suggestion(session):
     assert "is not defined. Did you mean: " in r.error and "'github.merge_pull_request'" in r.error
     r = session.run("github.search_cod('x')")
     assert r.error_type == "AttributeError"
-    assert r.error.rstrip().endswith(
-        "AttributeError: github has no tool 'search_cod'. Did you mean: 'search_code'?")
+    last = r.error.rstrip().splitlines()[-1]  # the suggestion is worded by the guest's CPython
+    assert last.startswith("AttributeError: github has no tool 'search_cod'. Did you mean")
+    assert "'search_code'" in last or "'.search_code'" in last
 
 
 @pytest.mark.parametrize("n", [1, 14, 40, 100, 300, 1000])

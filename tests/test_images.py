@@ -50,7 +50,9 @@ PLAIN = Reply("text", CellResult(ok=True))
 
 
 def _with_pyplot(limits: Limits | None = None) -> Session:
-    session = Session(limits=limits or Limits(timeout_s=20))
+    """A default-runtime session with a stand-in pyplot (the data runtime's real matplotlib is
+    tested in tests/data/test_charts.py)."""
+    session = Session(limits=limits or Limits(timeout_s=20), runtime="default")
     session.write_file("matplotlib/__init__.py", "")
     session.write_file("matplotlib/pyplot.py", FAKE_PYPLOT)
     return session

@@ -159,8 +159,8 @@ def test_bad_snapshots_are_refused_and_the_host_goes_on(data_runtime, made, case
 def test_snapshots_of_the_other_runtime_or_key_are_refused(data_runtime, made):
     blob, _ = made
     with pytest.raises(SnapshotError, match="made on runtime 'data"):
-        Session.restore(blob, [bump])
-    with Session([bump]) as s:
+        Session.restore(blob, [bump], runtime="default")
+    with Session([bump], runtime="default") as s:
         s.run("x = 1")
         default = s.snapshot()
     with pytest.raises(SnapshotError, match="made on runtime 'wasmtime-wasi"):
