@@ -19,6 +19,7 @@ import weakref
 
 import wasmtime
 
+from ._hostfuncs import current, guarded, host_function, sleep
 from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import load_module
 from .datafiles import INSTALL_HINT, DataFiles, data_files
@@ -27,14 +28,7 @@ from .epoch import EpochTicker
 from .hostcall import HostAlloc, define_host_call
 from .memimage import MemoryImage
 from .shadow import FORWARDED, GUARDED, WASI, define_shadow, passthrough_module
-from .wasmtime_wasi import (
-    WasmtimeInstance,
-    WasmtimeRuntime,
-    _current,
-    _guarded,
-    _host_function,
-    _sleep,
-)
+from .wasmtime_wasi import WasmtimeInstance, WasmtimeRuntime
 
 __all__ = ["DataRuntime", "DataInstance", "INSTALL_HINT", "MIN_MEMORY_BYTES"]
 
@@ -205,10 +199,10 @@ class DataRuntime(WasmtimeRuntime):
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
-        shadows = {"poll_oneoff": _sleep, **{n: _guarded(n) for n in GUARDED if n in imported}}
-        self._callbacks = [define_shadow(self.linker, self.module, name, _host_function(name, body))
+        shadows = {"poll_oneoff": sleep, **{n: guarded(n) for n in GUARDED if n in imported}}
+        self._callbacks = [define_shadow(self.linker, self.module, name, host_function(name, body))
                            for name, body in shadows.items()]
-        self._callbacks.append(define_host_call(self.linker, _current))
+        self._callbacks.append(define_host_call(self.linker, current))
         self.ticker = EpochTicker(self.engine, tick_s)
         self._live: weakref.WeakSet[DataInstance] = weakref.WeakSet()  # type: ignore[assignment]
         self.images = Images(self, preload)

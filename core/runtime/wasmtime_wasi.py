@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import logging
 import struct
-import threading
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import wasmtime
 
 from ._capi import Memory, i32, i64, set_i32
+from ._hostfuncs import DEADLINE_CB, NO_FINALIZER, guarded, host_function, sleep, tls
 from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, Runtime, TrapReason
 from .cache import load_module
 from .epoch import EpochTicker
 from .locate import WasmFile, locate_python_wasm
-from .poll import poll_oneoff
 from .quota import DiskQuota
 from .shadow import FORWARDED, GUARDED, Passthrough, define_shadow, passthrough_module
 
@@ -38,13 +36,13 @@ log = logging.getLogger("tooliscode")
 
 CHANNEL_FD = 1000
 _MORE = 0xFFFFFFFF
-_EBADF, _EDQUOT, _EINVAL, _EIO = 8, 19, 28, 29
+_EBADF, _EINVAL = 8, 28
 _O_CREAT, _O_TRUNC = 1, 8
 _U32 = struct.Struct("<I")
 _FLAGS = struct.Struct("<H")
 _SOCK_RECV_ARGS = struct.Struct("<I12xI12xI12xI12xI12xI12x")  # six wasmtime_val_raw_t
 _IOVEC = struct.Struct("<II")
-_tls = threading.local()
+_ctypes = wasmtime._ffi.ctypes
 
 _TRANSPORT = f'''
 import _socket, struct as _struct
@@ -75,76 +73,10 @@ def exchange(request):
 '''
 
 
-def _current() -> WasmtimeInstance | None:
-    return getattr(_tls, "instance", None)
-
-
-HostBody = Callable[["WasmtimeInstance", int, int, int], int]
-
-
-def _host_function(name: str, body: HostBody) -> Callable[[int, int, int, int], int]:
-    """A raw host function for the current thread's guest. An exception escaping a host
-    function would kill the instance, so every failure becomes an EIO answer instead.
-    `body` sets the call's result and returns a trap to raise in the guest, or 0."""
-
-    def callback(env: int, caller: int, args: int, nargs: int) -> int:
-        try:
-            inst = _current()
-            if inst is None:
-                set_i32(args, _EBADF)
-                return 0
-            return body(inst, caller, args, nargs)
-        except BaseException:  # noqa: BLE001
-            log.exception("tooliscode: %s failed", name)
-            set_i32(args, _EIO)
-            return 0
-
-    return callback
-
-
 def _channel(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
     set_i32(args, inst._channel(caller, args))
     return 0
 
-
-def _guarded(name: str) -> HostBody:
-    def body(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
-        if name == "fd_write" and i32(args, 0) in (1, 2):
-            set_i32(args, inst._console(caller, args))
-            return 0
-        if not inst._allowed(name, caller, args):
-            set_i32(args, _EDQUOT)
-            return 0
-        return inst._passthrough.call(name, caller, args, nargs)
-
-    return body
-
-
-def _sleep(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
-    return poll_oneoff(inst._passthrough, inst._memory, caller, args, nargs, inst._poll_stop)
-
-
-def _on_deadline(ctx: int, env: int, delta: object, kind: object) -> int:
-    try:
-        inst = _current()
-        reason = inst._should_stop() if inst is not None else None
-        if reason is not None:
-            inst._trap_reason = reason
-            err = wasmtime._ffi.wasmtime_error_new(f"tooliscode: guest stopped ({reason})".encode())
-            return wasmtime._ffi.ctypes.cast(err, wasmtime._ffi.ctypes.c_void_p).value or 0
-    except BaseException:  # noqa: BLE001
-        log.exception("tooliscode: deadline check failed")
-    delta[0] = 1  # type: ignore[index]
-    kind[0] = 0  # type: ignore[index]  # continue
-    return 0
-
-
-_ctypes = wasmtime._ffi.ctypes
-_DEADLINE_CB = _ctypes.CFUNCTYPE(
-    _ctypes.c_size_t, _ctypes.POINTER(wasmtime._ffi.wasmtime_context_t), _ctypes.c_void_p,
-    _ctypes.POINTER(_ctypes.c_uint64), _ctypes.POINTER(wasmtime._ffi.wasmtime_update_deadline_kind_t),
-)(_on_deadline)
-_NO_FINALIZER = _ctypes.CFUNCTYPE(None, _ctypes.c_void_p)(lambda _p: None)
 
 
 class WasmtimeInstance(Instance):
@@ -165,8 +97,8 @@ class WasmtimeInstance(Instance):
         self._store = wasmtime.Store(runtime.engine)
         self._store.set_limits(memory_size=spec.memory_bytes)
         self._store.set_epoch_deadline(1)
-        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), _DEADLINE_CB,
-                                                             None, _NO_FINALIZER)
+        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), DEADLINE_CB,
+                                                             None, NO_FINALIZER)
         self._store.set_wasi(self._wasi_config(spec))
         self._instance = runtime.linker.instantiate(self._store, runtime.module)
         memory = self._instance.exports(self._store)["memory"]
@@ -210,7 +142,7 @@ class WasmtimeInstance(Instance):
     def _call(self, export: wasmtime.Func, *args: int, exit_ok: bool = True) -> Any:
         """Call `export` on this thread as the current guest; a trap becomes a `GuestTrap`
         (a clean exit too, unless `exit_ok`)."""
-        _tls.instance = self
+        tls.instance = self
         try:
             return export(self._store, *args)
         except wasmtime.ExitTrap as exc:
@@ -221,7 +153,7 @@ class WasmtimeInstance(Instance):
             reason = self._trap_reason or self._classify(exc)
             raise GuestTrap(reason, _describe(reason, exc)) from None
         finally:
-            _tls.instance = None
+            tls.instance = None
             self.disarm()
             if self._stop_reason is not None and not self._stop_released:
                 self._stop_released = True  # `stop` held the ticker once: let it go once
@@ -378,9 +310,9 @@ class WasmtimeRuntime(Runtime):
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
-        shadows = {"sock_recv": _channel, "poll_oneoff": _sleep,
-                   **{name: _guarded(name) for name in GUARDED}}
-        self._callbacks = [define_shadow(self.linker, self.module, name, _host_function(name, body))
+        shadows = {"sock_recv": _channel, "poll_oneoff": sleep,
+                   **{name: guarded(name) for name in GUARDED}}
+        self._callbacks = [define_shadow(self.linker, self.module, name, host_function(name, body))
                            for name, body in shadows.items()]
         self.ticker = EpochTicker(self.engine, tick_s)
         self._live: weakref.WeakSet[WasmtimeInstance] = weakref.WeakSet()
