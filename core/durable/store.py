@@ -59,5 +59,6 @@ class SessionStore(ABC):
 
 
 def version_of(data: bytes) -> str:
-    """The version tag stores keep beside `data` (a snapshot ends with its own digest)."""
+    """The version tag stores keep beside `data`: a snapshot ends with its own check of all
+    its bytes (a CRC-32, or an HMAC with a key), so its tail tells versions apart."""
     return hashlib.sha256(data[-64:] + len(data).to_bytes(8, "little")).hexdigest()[:24]

@@ -181,23 +181,24 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
     memory[:len(base)] = base
     memory[3 * PAGE + 5] ^= 0xFF
     memory[7 * PAGE] ^= 0x01
+    memory[5 * PAGE:6 * PAGE] = b"\x07" * PAGE  # over the image, but new data: kept whole
     memory[10 * PAGE:11 * PAGE + 123] = b"\x07" * (PAGE + 123)  # past the image: new pages
     taken = take(address, len(memory), memoryview(base), bytes(10), 1 << 20)
     current = bytes(memory)  # after: reading a page never written maps it (zero) too
-    delta = Delta(taken.size, taken.runs, b"".join(taken.xor), b"".join(taken.new))
+    delta = Delta(taken.size, taken.runs, b"".join(taken.spans), b"".join(taken.new))
     assert delta.size == len(current)
-    assert len(delta.xor) == 2 * PAGE  # written pages equal to the image are left out
+    assert len(delta.spans) == 2  # only the bytes that changed; the pages written back
+    # as they were are left out
     # the untouched zero pages past them too (compared, they count: nothing tells them apart)
-    assert len(delta.new) == (2 if pagemap else 4) * PAGE
+    assert len(delta.new) == (3 if pagemap else 5) * PAGE
     target = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)
     at = ctypes.addressof(ctypes.c_char.from_buffer(target))
     target[:] = b"\x09" * len(target)
     target[:len(base)] = base
     zero(at + len(base), len(target) - len(base))
-    apply(delta, at, len(target), memoryview(base))
+    apply(delta, at, len(target))
     assert bytes(target) == current
     with pytest.raises(ValueError):
-        apply(Delta(delta.size, delta.runs, delta.xor[:-1], delta.new), at, len(target),
-              memoryview(base))
+        apply(Delta(delta.size, delta.runs, delta.spans[:-1], delta.new), at, len(target))
     with pytest.raises(ValueError):
-        apply(delta, at, len(base), memoryview(base))
+        apply(delta, at, len(base))
