@@ -41,6 +41,23 @@ def test_damaged_snapshots_are_refused(damage):
         unpack(bytes(blob), runtime="r")
 
 
+@pytest.mark.parametrize("key", [None, "k1"])
+def test_a_flipped_byte_anywhere_is_refused_stored_parts_included(key):
+    """Unkeyed, the check is a CRC-32 (it only has to catch corruption); keyed, an HMAC.
+    Either covers the header, the compressed parts and the parts stored as they are."""
+    new = os.urandom(50_000)
+    blob = pack({"files": b"f" * 100}, runtime="r", key=key, stored={"new": new})
+    assert unpack(blob, runtime="r", key=key)[0]["new"] == new
+    tag = 4 if key is None else 32
+    assert blob[-tag - len(new):-tag] == new  # stored as it is, then the tag
+    header_end = 12 + int.from_bytes(blob[8:12], "little")
+    for at in (9, 20, header_end + 2, len(blob) - tag - 25_000, len(blob) - 1):
+        damaged = bytearray(blob)
+        damaged[at] ^= 0x04
+        with pytest.raises(SnapshotError):
+            unpack(bytes(damaged), runtime="r", key=key)
+
+
 def test_a_snapshot_of_another_runtime_is_refused_by_name():
     blob = pack(PARTS, runtime="default:123")
     with pytest.raises(SnapshotError, match="made on runtime 'default:123'"):
