@@ -93,7 +93,9 @@ def pack(parts: Mapping[str, Data], *, runtime: str, meta: Mapping[str, object] 
     packed.append(squeeze.flush())
     plain = {name: _pieces(data) for name, data in (stored or {}).items()}
     header = {"format": FORMAT, "runtime": runtime, "signed": secret is not None,
-              "meta": dict(meta or {})}
+              "meta": dict(meta or {}), "id": os.urandom(8).hex()}
+    # "id": no two snapshots are alike, so a store's version of one (`version_of`, from the
+    # header and the tail) never matches another's, whatever the tag's strength.
     if plain:
         header["stored"] = [[name, sum(map(len, pieces))] for name, pieces in plain.items()]
         header["packed"] = sum(map(len, packed))

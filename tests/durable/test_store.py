@@ -58,6 +58,18 @@ def test_a_flipped_byte_anywhere_is_refused_stored_parts_included(key):
             unpack(bytes(damaged), runtime="r", key=key)
 
 
+def test_two_snapshots_of_the_same_state_have_different_versions():
+    """A store's version tells a worker whether its live session is still the conversation's:
+    two saves must never look alike, even with the same bytes inside."""
+    from tooliscode.durable.store import version_of
+
+    first, second = pack(PARTS, runtime="r"), pack(PARTS, runtime="r")
+    assert unpack(first, runtime="r") == unpack(second, runtime="r")
+    assert version_of(first) != version_of(second)
+    assert version_of(first) == version_of(bytes(first))
+    assert version_of(b"") != version_of(b"x")  # any bytes a store is given
+
+
 def test_a_snapshot_of_another_runtime_is_refused_by_name():
     blob = pack(PARTS, runtime="default:123")
     with pytest.raises(SnapshotError, match="made on runtime 'default:123'"):
