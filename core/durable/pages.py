@@ -16,7 +16,6 @@ data, kept whole. Pages past the end never touched are zeros, left out.
 from __future__ import annotations
 
 import ctypes
-import re
 import struct
 import sys
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ _PAGEMAP = "/proc/self/pagemap"
 _WRITTEN = bytes(1 if (b & 0x20) == 0 and (b & 0xC0) else 0 for b in range(256))
 """Top byte of a page-map entry -> 1 when the page is private to us (present and not a file
 page, or swapped out): written since the image was mapped, or new."""
-_KINDS = re.compile(b"\x01+|\x02+")
 _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _PROT_READ_WRITE = 0x02, 0x10, 0x20, 0x3
 
 if sys.platform.startswith("linux"):
@@ -92,11 +90,20 @@ def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes
     pages = len(memory) // PAGE
     written = _written(address, len(memory)) or _compared(memory, base)
     free = empty[:pages] + b"\x01" * (pages - len(empty))
-    # Each byte is 0 or 1, so the AND of the two numbers is their AND page by page, and
-    # adding it marks written free pages 2 without a carry.
-    w = int.from_bytes(written, "little")
-    kinds = (w + (w & int.from_bytes(free, "little"))).to_bytes(pages, "little")
-    return [(m.start(), m.end() - m.start(), m.group()[0] - 1) for m in _KINDS.finditer(kinds)]
+    # Both are one byte (0 or 1) per page; bytes.find jumps between runs at memchr's speed,
+    # a tenth of what a regular expression takes to walk the 20,000 pages of an idle guest.
+    out = []
+    end = 0
+    while (at := written.find(1, end)) >= 0:
+        end = written.find(0, at)
+        end = pages if end < 0 else end
+        while at < end:  # cut where the run goes from the image's data to free memory
+            kind = free[at]
+            cut = free.find(1 - kind, at, end)
+            cut = end if cut < 0 else cut
+            out.append((at, cut - at, kind))
+            at = cut
+    return out
 
 
 def zero_pages(base: memoryview) -> bytes:
@@ -114,10 +121,11 @@ def _spans(memory: memoryview, base: memoryview, start: int, end: int
     give the span without a pass over its bytes in Python."""
     out = []
     for at in range(start, end, PAGE):
-        if memory[at:at + PAGE] == base[at:at + PAGE]:
+        # As bytes: comparing the memoryviews themselves goes byte by byte (ten times slower).
+        page, image = memory[at:at + PAGE].tobytes(), base[at:at + PAGE].tobytes()
+        if page == image:
             continue
-        x = int.from_bytes(memory[at:at + PAGE], "little") ^ \
-            int.from_bytes(base[at:at + PAGE], "little")
+        x = int.from_bytes(page, "little") ^ int.from_bytes(image, "little")
         low = ((x & -x).bit_length() - 1) >> 3
         out.append((at + low, ((x.bit_length() + 7) >> 3) - low))
     return out
