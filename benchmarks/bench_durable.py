@@ -25,7 +25,14 @@ from pathlib import Path
 from _util import Row, table
 from tooliscode import Limits, Session
 
-TEN_MB = "data = [{'id': i, 'name': f'item {i}', 'tags': ['a', 'b']} for i in range(100_000)]"
+ROWS = "data = [{{'id': i, 'name': f'item {{i}}', 'tags': ['a', 'b']}} for i in range({n})]"
+TEN_MB = ROWS.format(n=50_000)
+"""About 10 MB of objects (`_held` prints it); the guest writes several times as many pages,
+since its allocator fills free slots scattered over the start image's heap."""
+BIG = ROWS.format(n=100_000)
+"""The earlier "10 MB" row: about 20 MB of objects."""
+HELD = ("import sys\nprint(len(data), round(sum(sys.getsizeof(d) + sys.getsizeof(d['id']) + "
+        "sys.getsizeof(d['name']) + sys.getsizeof(d['tags']) for d in data) / 1e6, 1))")
 PANDAS = ("import numpy as np, pandas as pd\n"
           "df = pd.DataFrame({'id': np.arange(100_000), 'x': np.random.rand(100_000),\n"
           "                   'name': [f'row {i}' for i in range(100_000)]})")
@@ -52,11 +59,30 @@ def _ms(wall: float, cpu: float) -> str:
     return f"{wall * 1e3:.1f} ms (cpu {cpu * 1e3:.1f})"
 
 
+def _held(s: Session) -> str:
+    """What the session's `data` holds: its dicts and their values, by `sys.getsizeof` (the
+    keys and the tags' strings are shared); on the data runtime also the pages its guest has
+    written since the start image (what an exact snapshot carries)."""
+    count, size = s.run(HELD).stdout.split()
+    held = f"{int(count):,} dicts, {size} MB of objects"
+    if s.runtime.turn_based:
+        from tooliscode.durable import pages
+
+        def written(guest) -> int:
+            address, length = guest.memory_span()
+            return (pages._written(address, length) or b"").count(1) * pages.PAGE
+
+        held += f", {s._state.worker.between_turns(written) / 1e6:.0f} MB of pages written"
+    return held
+
+
 def _snapshot_rows(label: str, code: str, repeat: int, runtime: str, target_ms: float | None,
                    target_bytes: int | None = None) -> list[Row]:
     with Session([], limits=LIMITS, runtime=runtime) as s:
         result = s.run(code)
         assert result.ok, result.error
+        if code.startswith("data ="):
+            label += f" ({_held(s)})"
         s.snapshot()  # the first one also hashes the start image, once per process
         snap, snap_cpu, blob = _timed(s.snapshot, repeat)
 
@@ -83,29 +109,46 @@ def _snapshot_rows(label: str, code: str, repeat: int, runtime: str, target_ms: 
 
 
 def _compressor_row() -> Row:
-    """Why zlib level 1 for written pages (XORed with the image) and nothing for new pages:
-    zlib is the fastest compressor the standard library has (lzma and bz2 are slower still);
-    measured on the pages of a data-runtime session holding the 10 MB of data."""
+    """Why zlib level 1 for the changed spans of pages over the image, and for new pages only
+    when they are few: zlib is the fastest compressor the standard library has (lzma and bz2
+    are slower still); measured on a data-runtime session holding the 47 MB of data, with
+    every written page compared with the image."""
     from tooliscode.durable import exact, pages
 
     with Session([], limits=LIMITS, runtime="data") as s:
-        s.run(TEN_MB)
+        s.run(BIG)
         worker = s._state.worker
         image = exact.image_of(worker)
         opened = exact._opened(image.path)
 
         def streams(guest) -> tuple[bytes, bytes]:  # the views into memory are good until then
             delta = pages.take(*guest.memory_span(), opened.base, opened.empty, 1 << 40)
-            return b"".join(delta.xor), b"".join(delta.new)
+            return b"".join(delta.spans), b"".join(delta.new)
 
-        xor, new = worker.between_turns(streams)
+        spans, new = worker.between_turns(streams)
     found = []
-    for name, data in (("written, XORed", xor), ("new", new)):
+    for name, data in (("changed spans", spans), ("new", new)):
         for level in (1, 6):
             wall, _cpu, packed = _timed(lambda d=data, lv=level: zlib.compress(d, lv), 3)
             found.append(f"{name} {len(data) / 1e6:.0f} MB, zlib {level}: "
                          f"{len(data) / wall / 1e6:.0f} MB/s, x{len(data) / len(packed):.1f}")
     return Row("compressing a snapshot's pages", "; ".join(found) + f"; {_load()}",
+               "fastest stdlib", "info")
+
+
+def _check_row() -> Row:
+    """Why an unkeyed snapshot's check is a CRC-32: the fastest whole-snapshot check the
+    standard library has (a keyed one stays an HMAC-SHA256), on 47 MB."""
+    import hashlib
+
+    data = os.urandom(47_000_000)
+    found = []
+    for name, check in (("sha256", lambda: hashlib.sha256(data).digest()),
+                        ("blake2b", lambda: hashlib.blake2b(data).digest()),
+                        ("crc32", lambda: zlib.crc32(data))):
+        _wall, cpu, _ = _timed(check, 3)
+        found.append(f"{name} {len(data) / cpu / 1e9:.2f} GB/s")
+    return Row("checking a snapshot's bytes", ", ".join(found) + f" (cpu); {_load()}",
                "fastest stdlib", "info")
 
 
@@ -178,8 +221,10 @@ def rows() -> list[Row]:
     # once it is used, which would share the CPU with the data runtime's figures.
     return [*_snapshot_rows("idle session", "x = 1", 10, "data", 10, 1_000_000),
             *_snapshot_rows("10 MB of Python data", TEN_MB, 5, "data", 50),
+            *_snapshot_rows("100k dicts of Python data", BIG, 5, "data", None),
             *_snapshot_rows("pandas + 100k-row DataFrame", PANDAS, 5, "data", None),
             _compressor_row(),
+            _check_row(),
             *_snapshot_rows("idle session", "x = 1", 10, "default", None),
             *_snapshot_rows("10 MB of Python data", TEN_MB, 5, "default", None),
             *_move_rows("data"),

@@ -38,15 +38,16 @@ if TYPE_CHECKING:
 __all__ = ["KIND", "Plan", "capture", "image_of", "plan"]
 
 KIND = "memory"
-VERSION = 1
+VERSION = 2
+"""2: pages over the image keep the changed span of each page (they were XORed whole)."""
 COMPRESS_NEW = 1 << 20
 """New pages (past the image) are compressed only up to this much: zlib's fastest level does
 about 150 MB/s here, slower than the bytes travel to a store."""
 _IMAGE_NAME = re.compile(r"wasi-python-image-[0-9a-f]{32}\.mem")
 _lock = threading.Lock()
-XOR_LIMIT = 2 << 20
-"""Written pages are XORed with the image up to this much; past it, keeping them as they are
-is faster both ways (an XOR costs about as much as sending the bytes)."""
+SPAN_LIMIT = 2 << 20
+"""Written pages are compared with the image up to this much; past it, keeping them whole is
+faster (finding the changed span of a page costs about as much as sending it)."""
 
 
 @dataclass
@@ -97,8 +98,8 @@ def capture(session: Session, worker: Worker, image: MemoryImage, files: bytes,
 
     def take(instance: Any) -> bytes:
         address, size = instance.memory_span()
-        delta = pages.take(address, size, opened.base, opened.empty, XOR_LIMIT)
-        parts = {"files": files, "runs": delta.runs, "xor": delta.xor}
+        delta = pages.take(address, size, opened.base, opened.empty, SPAN_LIMIT)
+        parts = {"files": files, "runs": delta.runs, "spans": delta.spans}
         stored = {}
         if sum(map(len, delta.new)) <= COMPRESS_NEW:
             parts["new"] = delta.new
@@ -117,14 +118,13 @@ class Plan:
     """A checked exact snapshot, ready to become a guest (`into`)."""
 
     image: MemoryImage
-    base: memoryview
     delta: pages.Delta
     names: tuple[str, ...]
 
     def first(self, worker: Worker, setup: dict[str, Any]) -> dict[str, Any]:
         """Make the new guest of `worker` the snapshot's interpreter, before it runs; returns
         the command that gives it the session's tools and limits without clearing it."""
-        image, base, delta = self.image, self.base, self.delta
+        image, delta = self.image, self.delta
 
         def put(instance: Any) -> None:
             instance.grow_to(delta.size)
@@ -132,7 +132,7 @@ class Plan:
             instance.restored()
             address, size = instance.memory_span()
             pages.zero(address + image.size, size - image.size)
-            pages.apply(delta, address, size, base)
+            pages.apply(delta, address, size)
 
         try:
             worker.between_turns(put)
@@ -178,7 +178,7 @@ def plan(parts: dict[str, Any], meta: dict[str, Any], limits: Limits) -> Plan:
                             f"{str(content)[:16]}; this machine's has {found.content[:16]}: "
                             "it cannot be restored here")
     try:
-        delta = pages.Delta(int(meta["memory"]), bytes(parts["runs"]), parts["xor"],
+        delta = pages.Delta(int(meta["memory"]), bytes(parts["runs"]), parts["spans"],
                             parts["new"])
     except (KeyError, TypeError, ValueError):
         raise SnapshotError("the snapshot's memory is damaged") from None
@@ -187,5 +187,5 @@ def plan(parts: dict[str, Any], meta: dict[str, Any], limits: Limits) -> Plan:
                             f"memory; Limits.memory_bytes allows {limits.memory_bytes / 2**20:.0f}"
                             " MiB: restore it with a larger limit")
     names = meta.get("names")
-    return Plan(found.image, found.base, delta,
+    return Plan(found.image, delta,
                 tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ())

@@ -59,5 +59,9 @@ class SessionStore(ABC):
 
 
 def version_of(data: bytes) -> str:
-    """The version tag stores keep beside `data` (a snapshot ends with its own digest)."""
-    return hashlib.sha256(data[-64:] + len(data).to_bytes(8, "little")).hexdigest()[:24]
+    """The version tag stores keep beside `data`: a snapshot's header holds a random id and
+    it ends with a check of all its bytes, so these two tell versions apart without reading
+    the rest."""
+    head = min(len(data), 12 + int.from_bytes(data[8:12], "little"), 12 + 64 * 1024)
+    return hashlib.sha256(data[:head] + data[-64:] + len(data).to_bytes(8, "little")
+                          ).hexdigest()[:24]

@@ -41,6 +41,35 @@ def test_damaged_snapshots_are_refused(damage):
         unpack(bytes(blob), runtime="r")
 
 
+@pytest.mark.parametrize("key", [None, "k1"])
+def test_a_flipped_byte_anywhere_is_refused_stored_parts_included(key):
+    """Unkeyed, the check is a CRC-32 (it only has to catch corruption); keyed, an HMAC.
+    Either covers the header, the compressed parts and the parts stored as they are."""
+    new = os.urandom(50_000)
+    blob = pack({"files": b"f" * 100}, runtime="r", key=key, stored={"new": new})
+    assert unpack(blob, runtime="r", key=key)[0]["new"] == new
+    tag = 4 if key is None else 32
+    assert blob[-tag - len(new):-tag] == new  # stored as it is, then the tag
+    header_end = 12 + int.from_bytes(blob[8:12], "little")
+    for at in (9, 20, header_end + 2, len(blob) - tag - 25_000, len(blob) - 1):
+        damaged = bytearray(blob)
+        damaged[at] ^= 0x04
+        with pytest.raises(SnapshotError):
+            unpack(bytes(damaged), runtime="r", key=key)
+
+
+def test_two_snapshots_of_the_same_state_have_different_versions():
+    """A store's version tells a worker whether its live session is still the conversation's:
+    two saves must never look alike, even with the same bytes inside."""
+    from tooliscode.durable.store import version_of
+
+    first, second = pack(PARTS, runtime="r"), pack(PARTS, runtime="r")
+    assert unpack(first, runtime="r") == unpack(second, runtime="r")
+    assert version_of(first) != version_of(second)
+    assert version_of(first) == version_of(bytes(first))
+    assert version_of(b"") != version_of(b"x")  # any bytes a store is given
+
+
 def test_a_snapshot_of_another_runtime_is_refused_by_name():
     blob = pack(PARTS, runtime="default:123")
     with pytest.raises(SnapshotError, match="made on runtime 'default:123'"):
@@ -181,23 +210,24 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
     memory[:len(base)] = base
     memory[3 * PAGE + 5] ^= 0xFF
     memory[7 * PAGE] ^= 0x01
+    memory[5 * PAGE:6 * PAGE] = b"\x07" * PAGE  # over the image, but new data: kept whole
     memory[10 * PAGE:11 * PAGE + 123] = b"\x07" * (PAGE + 123)  # past the image: new pages
     taken = take(address, len(memory), memoryview(base), bytes(10), 1 << 20)
     current = bytes(memory)  # after: reading a page never written maps it (zero) too
-    delta = Delta(taken.size, taken.runs, b"".join(taken.xor), b"".join(taken.new))
+    delta = Delta(taken.size, taken.runs, b"".join(taken.spans), b"".join(taken.new))
     assert delta.size == len(current)
-    assert len(delta.xor) == 2 * PAGE  # written pages equal to the image are left out
+    assert len(delta.spans) == 2  # only the bytes that changed; the pages written back
+    # as they were are left out
     # the untouched zero pages past them too (compared, they count: nothing tells them apart)
-    assert len(delta.new) == (2 if pagemap else 4) * PAGE
+    assert len(delta.new) == (3 if pagemap else 5) * PAGE
     target = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)
     at = ctypes.addressof(ctypes.c_char.from_buffer(target))
     target[:] = b"\x09" * len(target)
     target[:len(base)] = base
     zero(at + len(base), len(target) - len(base))
-    apply(delta, at, len(target), memoryview(base))
+    apply(delta, at, len(target))
     assert bytes(target) == current
     with pytest.raises(ValueError):
-        apply(Delta(delta.size, delta.runs, delta.xor[:-1], delta.new), at, len(target),
-              memoryview(base))
+        apply(Delta(delta.size, delta.runs, delta.spans[:-1], delta.new), at, len(target))
     with pytest.raises(ValueError):
-        apply(delta, at, len(base), memoryview(base))
+        apply(delta, at, len(base))
