@@ -208,11 +208,13 @@ async def test_state_lives_per_run_by_default() -> None:
 
 
 async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
-    """The spare a run left for the next one (made on another thread)."""
+    """The spare a run left for the next one, once started (on another thread; it is offered
+    before its start)."""
     assert toolset.codetool is not None
     for _ in range(500):
-        if toolset.codetool.spare is not None:
-            return toolset.codetool.spare
+        spare = toolset.codetool.spare
+        if spare is not None and spare.session is not None:
+            return spare
         await asyncio.sleep(0.01)
     raise AssertionError("no spare after 5 s")
 
