@@ -109,8 +109,8 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
         assert code.run_code("x = 1", sandbox=run).ok
         assert code.keys == []  # nothing keyed was made
         code.finish(run, tools)
-        for _ in range(500):
-            if code.spare is not None:
+        for _ in range(500):  # offered at once, ready once started on another thread
+            if code.spare is not None and code.spare.ready(tools):
                 break
             time.sleep(0.01)
         spare = code.spare

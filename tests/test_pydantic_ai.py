@@ -208,11 +208,13 @@ async def test_state_lives_per_run_by_default() -> None:
 
 
 async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
-    """The spare a run left for the next one (made on another thread)."""
+    """The spare a run left for the next one, once started (on another thread; it is offered
+    before its start)."""
     assert toolset.codetool is not None
     for _ in range(500):
-        if toolset.codetool.spare is not None:
-            return toolset.codetool.spare
+        spare = toolset.codetool.spare
+        if spare is not None and spare.session is not None:
+            return spare
         await asyncio.sleep(0.01)
     raise AssertionError("no spare after 5 s")
 
@@ -230,7 +232,12 @@ async def test_a_run_without_code_hands_its_interpreter_on_and_one_with_code_doe
         session = kept.session
         await agent.run("code", deps=Deps(region="eu"))
         after_code = await spare_after_run(toolset)
-        assert after_code is not first and first.session is None  # the used one was closed
+        assert after_code is not first
+        for _ in range(500):  # the used one is closed (within CLOSE_WAIT_S of the run's end)
+            if first.session is None:
+                break
+            await asyncio.sleep(0.01)
+        assert first.session is None
         assert after_code.session is not session
         later = await agent.run("code", deps=Deps(region="eu"))
         assert "NameError" in tool_returns(later.new_messages())[0].content

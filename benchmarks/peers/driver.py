@@ -5,15 +5,19 @@ runtime, or on `data` as "ours_data"), a plain tool that runs nothing (PydanticA
 share), or several taking turns. Prints one JSON object (per side).
 
     python driver.py '{"sides": ["monty", "ours"], "runs": 20, "pause_s": 1.0, "calls": 100}'
+
+With "blocks": n, the sides' `print(1)` runs are timed back to back instead (`back_to_back`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import sys
+import time
 
-from agent_runs import Side, get_order, measure
+from agent_runs import OneCall, Side, get_order, measure
 from pydantic_ai import Agent
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -62,9 +66,37 @@ SIDES = {
 }
 
 
+WARM_RUNS = 3
+"""Runs at the start of each block that are not timed: the side before left this side's next
+interpreter time to get ready, which back to back it does not have."""
+
+
+async def back_to_back(sides: dict[str, Side], runs: int, blocks: int) -> dict[str, dict]:
+    """Per side: the median wall time of a `print(1)` run, runs back to back. The sides take
+    turns by blocks of `runs` timed runs, so a shared machine whose load drifts over the
+    minutes weighs on every side alike (timed one side after the other, the sides of one
+    figure could see different loads)."""
+    scripts = {name: OneCall(side.tool, "print(1)") for name, side in sides.items()}
+    agents = {name: side.make_agent(scripts[name].model) for name, side in sides.items()}
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(blocks):
+        for name, agent in agents.items():
+            for _ in range(WARM_RUNS):
+                await agent.run("go")
+            for _ in range(runs):
+                start = time.perf_counter()
+                await agent.run("go")
+                samples[name].append(time.perf_counter() - start)
+    return {name: {"print1_s": statistics.median(samples[name]),
+                   "print1_output": str(scripts[name].seen)} for name in sides}
+
+
 async def main() -> None:
     config = json.loads(sys.argv[1])
     sides = {name: SIDES[name] for name in config["sides"]}
+    if config.get("blocks"):
+        print(json.dumps(await back_to_back(sides, config["runs"], config["blocks"])))
+        return
     print(json.dumps(await measure(sides, config["runs"], config["pause_s"], config["calls"])))
 
 

@@ -1,9 +1,10 @@
 """The per-run scope: a fresh sandbox for each run, with the next one started in advance.
 
-A run takes a sandbox (the spare, if one is ready) and gives it back when it ends; it is then
-closed on another thread and a started spare is made for the next run, so runs rarely wait
-for an interpreter to start and never share one. A sandbox no code ran in is not closed but
-becomes the spare itself.
+A run takes a sandbox (the spare, if there is one) and gives it back when it ends; on another
+thread the next run's spare is then made and started, and the old sandbox closed, so runs
+rarely wait for an interpreter to start and never share one. The spare is offered before its
+start: a run that takes it early waits for that start rather than making a second one. A
+sandbox no code ran in is not closed but becomes the spare itself.
 """
 
 from __future__ import annotations
@@ -51,17 +52,20 @@ class Runs:
         if not self.keep_spare or toolbox is None or self._closed:
             sandbox.close()
             return
-        if sandbox.fresh:  # no code ran in it: as good as new, and already started
-            sandbox.start(toolbox)
-            if sandbox.fresh and sandbox.ready(toolbox) and self._offer(sandbox):
+        if sandbox.fresh and (sandbox.session is None or sandbox.ready(toolbox)):
+            # no code ran in it: as good as new (started, or about to be)
+            if self._offer(sandbox):
+                sandbox.start(toolbox)
                 return
-        sandbox.close()
-        if self.spare is not None:
-            return
-        spare = self.new()
-        spare.start(toolbox)
-        if not self._offer(spare):
-            spare.close()
+        elif self.spare is None:
+            # Offered before it starts: a run that takes it meanwhile waits for this start at
+            # its first cell, rather than starting a second interpreter beside it.
+            spare = self.new()
+            if self._offer(spare):
+                spare.start(toolbox)
+            else:
+                spare.close()
+        sandbox.close()  # after the spare's start: the next run needs that one first
 
     def _offer(self, spare: Sandbox) -> bool:
         """Make `spare` the next run's sandbox, unless there is one already (or we closed)."""

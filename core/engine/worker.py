@@ -137,6 +137,20 @@ def join_all(timeout: float) -> None:
         worker.join(max(0.05, deadline - time.monotonic()))
 
 
+class _Booted(threading.Event):
+    """`Worker.booted`: waiting for it starts a guest that waits for its first command."""
+
+    def __init__(self, worker: Worker):
+        super().__init__()
+        self._worker = worker
+
+    def wait(self, timeout: float | None = None) -> bool:
+        worker = self._worker
+        with worker._lock:
+            worker._start_thread()
+        return super().wait(timeout)
+
+
 class NotStarted(Exception):
     """The guest died before it took this command; it may be sent to a new guest."""
 
@@ -187,7 +201,7 @@ class Worker:
         check_memory(runtime, limits)
         self._code = guest_code(runtime)
         self._ended = False
-        self.booted = threading.Event()
+        self.booted: threading.Event = _Booted(self)
         """Set once the guest first waits for a command (or has died trying)."""
         self._then: list[Callable[[], None]] = []
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
@@ -199,13 +213,11 @@ class Worker:
         self.instance.output = self._output
         self.instance.on_change = self._changing
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
+        self._started = False
         _running.add(self)
-        old_stack = threading.stack_size(runtime.thread_stack) if runtime.thread_stack else None
-        try:
-            self.thread.start()
-        finally:
-            if old_stack is not None:
-                threading.stack_size(old_stack)
+        if not self._turns:  # CPython boots now, ahead of the first command
+            with self._lock:
+                self._start_thread()
 
     @property
     def alive(self) -> bool:
@@ -219,7 +231,23 @@ class Worker:
                 command.future.set_exception(NotStarted("the guest is gone"))
             else:
                 self._commands.put(command)
+                self._start_thread()
         return command.future
+
+    def _start_thread(self) -> None:
+        """Start the guest's thread, once (hold `_lock`). A turn-based guest starts at its
+        first command: booting it costs next to nothing, and its thread then finds the command
+        waiting instead of going to sleep and being woken for it."""
+        if self._started:
+            return
+        self._started = True
+        stack = self._runtime.thread_stack
+        old_stack = threading.stack_size(stack) if stack else None
+        try:
+            self.thread.start()
+        finally:
+            if old_stack is not None:
+                threading.stack_size(old_stack)
 
     def call(self, message: dict[str, Any], timeout: float | None = 60.0) -> Any:
         """Submit a command and wait for its result (for setup and housekeeping)."""
@@ -263,6 +291,8 @@ class Worker:
         self.instance.stop(reason)  # type: ignore[arg-type]
         if self._turns:  # it may have yielded just now: then its thread waits out here
             self._commands.put(Command({"op": "exit"}))
+            with self._lock:
+                self._start_thread()
 
     def shutdown(self, then: Callable[[], None] | None = None, *, quick: bool = False) -> None:
         """Ask the guest to exit, without waiting: its thread frees the instance and then
@@ -279,6 +309,7 @@ class Worker:
                     (lambda: self.instance.stop("abandoned")) if quick else None)))
                 if self._current is not None or self._held is not None:
                     self.instance.stop("abandoned")  # a running cell ends now, not after
+                self._start_thread()  # even a guest never used frees its instance there
             ended = self._ended
         if ended:
             self._run_then()
@@ -286,6 +317,9 @@ class Worker:
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the guest's thread has ended (after `shutdown`); stop it if it has not
         by then. True when it ended."""
+        with self._lock:
+            if not self._started:  # never given a command, nor shut down
+                return False
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
             if self.thread.is_alive():
