@@ -12,8 +12,6 @@ is told to "yield".
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
-import json.scanner
 import logging
 import marshal
 import queue
@@ -23,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..guest import guest_sources
-from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime
-from . import warmup
+from ..runtime import GuestSpec, GuestTrap, Runtime
+from .boot import BOOT_SOURCE, SERVE, boot_answer, boot_reply
+from .frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from .guestcode import guest_code
 from .limits import Limits
 
@@ -33,48 +31,9 @@ __all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all"]
 
 log = logging.getLogger("tooliscode")
 
-_BOOT = '''
-import sys, marshal
-from importlib.machinery import ModuleSpec
-_boot = marshal.loads(exchange(b'{"op":"boot"}'))
-
-class _GuestFinder:
-    """Imports tooliscode_guest modules from the sources the host sent, on first use, so a
-    guest loads only what it needs (asyncio support, for one, only when asyncio is used)."""
-    sources = dict(_boot["modules"])
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "tooliscode_guest" or name in self.sources:
-            spec = ModuleSpec(name, self, origin="<tooliscode>/" + name.rpartition(".")[2] + ".py",
-                              is_package=name == "tooliscode_guest")
-            spec.has_location = True
-            return spec
-        return None
-
-    def create_module(self, spec):
-        return None
-
-    try:
-        code = marshal.loads(_boot["code"]) if _boot.get("code") else {}
-    except Exception:  # a damaged cache: compile from the sources instead
-        code = {}
-
-    def exec_module(self, module):
-        try:
-            code = marshal.loads(self.code[module.__name__])
-        except Exception:
-            code = compile(self.sources.get(module.__name__, ""), module.__spec__.origin, "exec")
-        exec(code, module.__dict__)
-
-sys.meta_path.insert(0, _GuestFinder())
-import tooliscode_guest.main
-tooliscode_guest.main.main(exchange, _boot)
-'''
 _RAW_OUTPUT_LIMIT = 64 * 1024
 MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
-_SERVE = "tooliscode_guest.main.serve()"
-"""One turn of a turn-based guest (`tooliscode_guest` is bound by `_BOOT`)."""
 _BETWEEN = "between-turns"
 """A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
 
@@ -91,27 +50,6 @@ OpsHandler = Callable[[str, dict[str, Any], "Requests | None"], dict[str, Any]]
 """Answers the requests that are not commands; gets the running command's context."""
 
 
-EMPTY_FRAME = b'{"op":"empty"}'
-"""A request the host answers at once, dispatching nothing: guest->host->guest, no payload."""
-_EMPTY_ANSWER = marshal.dumps({"ok": True})
-_scan = json.scanner.make_scanner(json.JSONDecoder())
-
-
-def _parse(frame: bytes) -> Any:
-    """One JSON document, with the C scanner directly: `json.loads` spends as long again
-    sniffing the encoding and matching whitespace around a small request."""
-    text = frame.decode("utf-8")
-    if text[:1].isspace():
-        text = text.lstrip()
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration:
-        raise ValueError("a request must be one JSON document") from None
-    if end != len(text) and text[end:].strip():
-        raise ValueError(f"extra data after the request at {end}")
-    return value
-
-
 def check_memory(runtime: Runtime, limits: Limits) -> None:
     if limits.memory_bytes < runtime.min_memory_bytes:
         raise ValueError(
@@ -120,7 +58,6 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
             f"{limits.memory_bytes // (1 << 20)} MiB was asked")
 
 
-_boot_replies: dict[bytes | None, bytes] = {}
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
 
@@ -205,9 +142,9 @@ class Worker:
         """Set once the guest first waits for a command (or has died trying)."""
         self._then: list[Callable[[], None]] = []
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
-                         boot_source=runtime.transport_source + _BOOT,
+                         boot_source=runtime.transport_source + BOOT_SOURCE,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
-                         boot_reply=self._boot_reply() if self._turns else None)
+                         boot_reply=boot_reply(self._code, True) if self._turns else None)
         self.instance = runtime.instantiate(spec)
         self.instance.handler = self._handle
         self.instance.output = self._output
@@ -388,7 +325,7 @@ class Worker:
                 self._run_between(command)
                 continue
             self._held = command
-            self.instance.turn(_SERVE)
+            self.instance.turn(SERVE)
 
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
@@ -420,9 +357,9 @@ class Worker:
 
     def _handle(self, frame: bytes) -> bytes:
         if frame == EMPTY_FRAME:  # the bare crossing, measured by the benchmarks
-            return _EMPTY_ANSWER
+            return EMPTY_ANSWER
         try:
-            msg = _parse(frame)
+            msg = parse_frame(frame)
             if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
                 raise ValueError("a request must be a JSON object with a string 'op'")
             reply = self._dispatch(msg)
@@ -439,20 +376,11 @@ class Worker:
         if op in ("ready", "done"):
             return self._next(msg.get("result") if op == "done" else None)
         if op == "boot":
-            return self._boot_answer()
+            return boot_answer(self._code, self._turns)
         if self.ops is None:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
         current = self._current
         return self.ops(op, msg, None if current is None else current.context)
-
-    def _boot_reply(self) -> bytes:  # encoded once: some 300 kB, wanted by every new guest
-        if self._code not in _boot_replies:
-            _boot_replies[self._code] = marshal.dumps(self._boot_answer())
-        return _boot_replies[self._code]
-
-    def _boot_answer(self) -> dict[str, Any]:
-        return {"modules": guest_sources(), "code": self._code, "cwd": GUEST_DIR,
-                "turns": self._turns, "warm": warmup.script(_SERVE) if self._turns else None}
 
     def _next(self, result: Any) -> dict[str, Any]:
         self.booted.set()
