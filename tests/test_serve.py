@@ -446,8 +446,9 @@ def test_the_command_serves_until_interrupted(tmp_path):
     with ScriptedServer([say("```python\nget_weather(city='Oslo')\n```")]) as upstream:
         port = _free_port()
         process = subprocess.Popen(
-            [sys.executable, "-m", "tooliscode.serve.cli", "serve", "--upstream", upstream.base_url,
-             "--port", str(port), "--model", "qwq", "--log", str(tmp_path / "log.jsonl")],
+            [sys.executable, "-X", "faulthandler", "-m", "tooliscode.serve.cli", "serve",
+             "--upstream", upstream.base_url, "--port", str(port), "--model", "qwq",
+             "--log", str(tmp_path / "log.jsonl")],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLISCODE_API_KEY": "k"})
         try:
             banner = process.stderr.readline()
@@ -459,8 +460,14 @@ def test_the_command_serves_until_interrupted(tmp_path):
             assert calls_of(message) == [("get_weather", {"city": "Oslo"})]
         finally:
             process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=30) == 0
+            try:
+                code = process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # show where it hangs: faulthandler's dump
+                process.send_signal(signal.SIGABRT)
+                process.wait(timeout=30)
+                pytest.fail(f"serve did not stop on SIGINT:\n{process.stderr.read()[-8000:]}")
             process.stderr.close()
+            assert code == 0
     assert json.loads((tmp_path / "log.jsonl").read_text())["status"] == 200
 
 
