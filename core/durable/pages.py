@@ -20,9 +20,10 @@ import struct
 import sys
 from dataclasses import dataclass
 
+from ..runtime.pagemap import PAGE, written
+
 __all__ = ["AS_IS", "PAGE", "SPAN", "Delta", "apply", "take", "zero", "zero_pages"]
 
-PAGE = 4096
 _RUN = struct.Struct("<QQI")
 SPARSE = 0.5
 """A page's span is kept when it covers at most this share of the page; past that the page is
@@ -30,10 +31,6 @@ kept whole, as new data (data that moved in, not counts that changed: compressin
 more time than sending it)."""
 SPAN, AS_IS = 0, 1
 """What a run is: the changed span of one page over the image, or whole pages."""
-_PAGEMAP = "/proc/self/pagemap"
-_WRITTEN = bytes(1 if (b & 0x20) == 0 and (b & 0xC0) else 0 for b in range(256))
-"""Top byte of a page-map entry -> 1 when the page is private to us (present and not a file
-page, or swapped out): written since the image was mapped, or new."""
 _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _PROT_READ_WRITE = 0x02, 0x10, 0x20, 0x3
 
 if sys.platform.startswith("linux"):
@@ -63,19 +60,6 @@ def _view(address: int, size: int) -> memoryview:
     return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
-def _written(address: int, size: int) -> bytes | None:
-    """One byte per 4 KiB page of [address, address + size): 1 when the page was written."""
-    try:
-        with open(_PAGEMAP, "rb", buffering=0) as f:
-            f.seek(address // PAGE * 8)
-            entries = f.read(size // PAGE * 8)
-    except OSError:
-        return None
-    if len(entries) != size // PAGE * 8:
-        return None
-    return entries[7::8].translate(_WRITTEN)
-
-
 def _compared(memory: memoryview, base: memoryview) -> bytes:
     """Without a page map: the pages that differ from the image, and all pages past it."""
     pages, inside = len(memory) // PAGE, len(base) // PAGE
@@ -88,14 +72,14 @@ def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes
     """Runs of written pages as (first, count, over free memory): `empty` flags the image's
     zero pages, and every page past its end counts as free."""
     pages = len(memory) // PAGE
-    written = _written(address, len(memory)) or _compared(memory, base)
+    written_pages = written(address, len(memory)) or _compared(memory, base)
     free = empty[:pages] + b"\x01" * (pages - len(empty))
     # Both are one byte (0 or 1) per page; bytes.find jumps between runs at memchr's speed,
     # a tenth of what a regular expression takes to walk the 20,000 pages of an idle guest.
     out = []
     end = 0
-    while (at := written.find(1, end)) >= 0:
-        end = written.find(0, at)
+    while (at := written_pages.find(1, end)) >= 0:
+        end = written_pages.find(0, at)
         end = pages if end < 0 else end
         while at < end:  # cut where the run goes from the image's data to free memory
             kind = free[at]

@@ -198,11 +198,11 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
     import ctypes
     import mmap
 
-    from tooliscode.durable import pages
     from tooliscode.durable.pages import PAGE, Delta, apply, take, zero
+    from tooliscode.runtime import pagemap as kernel_map
 
     if not pagemap:  # where the kernel's page map cannot be read, pages are compared
-        monkeypatch.setattr(pages, "_PAGEMAP", "/nonexistent/pagemap")
+        monkeypatch.setattr(kernel_map, "_PAGEMAP", "/nonexistent/pagemap")
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
     memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)  # page-aligned, private: as linear memory
