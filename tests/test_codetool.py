@@ -108,19 +108,78 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
         run = code.take()
         assert code.run_code("x = 1", sandbox=run).ok
         assert code.keys == []  # nothing keyed was made
+        renewable = run.session.runtime.turn_based
         code.finish(run, tools)
-        for _ in range(500):  # offered at once, ready once started on another thread
-            if code.spare is not None and code.spare.ready(tools):
+        for _ in range(500):  # offered at once, ready once started (or renewed) on another
+            spare = code.spare  # thread
+            if spare is not None and spare.ready(tools) and not spare.lock.locked():
                 break
             time.sleep(0.01)
         spare = code.spare
-        assert spare is not None and spare is not run and spare.ready(tools)
+        assert spare is not None and spare.ready(tools)
+        # a new sandbox, or (on the data runtime) the same one renewed
+        assert (spare is run) == renewable
         nxt = code.take()
         assert nxt is spare and code.spare is None
         assert "NameError" in code.run_code("print(x)", sandbox=nxt).text
         nxt.close()
         with pytest.raises(SessionClosed):
             code.run_code("1", sandbox=nxt)
+
+
+def _next_run(code: CodeTool, run: Sandbox, tools: Toolbox) -> Sandbox:
+    """End `run` and take the next run's sandbox once its spare is ready."""
+    code.finish(run, tools)
+    for _ in range(500):
+        spare = code.spare
+        if spare is not None and spare.ready(tools) and not spare.lock.locked():
+            return code.take()
+        time.sleep(0.01)
+    raise AssertionError("no spare was made ready")
+
+
+LEAVE_TRACES = """
+import json, os, random
+os.makedirs("/session/sub", exist_ok=True)
+with open("/session/sub/secret.txt", "w") as f:
+    f.write("s3cret")
+kept = open("/session/sub/secret.txt")
+json.marked = True
+x = 41
+print(kept.fileno(), random.random())
+"""
+FIND_TRACES = """
+import json, os, random
+found = []
+for fd in range(3, 40):
+    try:
+        found.append((fd, os.read(fd, 6)))
+    except OSError:
+        pass
+print(sorted(os.listdir("/session")), hasattr(json, "marked"), "x" in globals(), found)
+print(random.random())
+"""
+
+
+def test_a_run_finds_nothing_of_the_runs_before_it():
+    """Whether the next run's sandbox is new or renewed (the data runtime), no variable,
+    module change, file, open descriptor or random stream of the last run reaches it."""
+    tools = Toolbox.of([dataclasses.replace(WHO, function=lambda: "me")])
+    with CodeTool(tools, keep_spare=True) as code:
+        run = code.take()
+        first = code.run_code(LEAVE_TRACES, sandbox=run)
+        assert first.ok, first.text
+        fd, number = first.result.stdout.split()
+        numbers = {number}
+        for _ in range(3):
+            run = _next_run(code, run, tools)
+            found = code.run_code(FIND_TRACES, sandbox=run)
+            assert found.ok, found.text
+            listing, number = found.result.stdout.splitlines()
+            assert listing == "[] False False []", (fd, listing)
+            assert number not in numbers
+            numbers.add(number)
+            assert code.run_code(LEAVE_TRACES, sandbox=run).ok
 
 
 def test_a_sandbox_that_cannot_start_is_a_reply_not_a_crash():

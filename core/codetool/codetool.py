@@ -11,6 +11,7 @@ framework adapters, the MCP proxy, `tooliscode serve`, text mode and the REPL.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -73,7 +74,7 @@ class CodeTool(Closing):
         self._conversations: KeyedSessions[Sandbox] = KeyedSessions(
             self._conversation, idle_s=idle_timeout_s, max_sessions=max_sessions,
             evict=_close_later)
-        self._runs = Runs(self._sandbox, keep_spare)
+        self._runs = Runs(functools.partial(self._sandbox, renewable=True), keep_spare)
 
     # -- running code -------------------------------------------------------------------------
 
@@ -200,8 +201,9 @@ class CodeTool(Closing):
 
     # -- making sandboxes ---------------------------------------------------------------------
 
-    def _sandbox(self, workdir: Path | None = None) -> Sandbox:
-        return Sandbox(limits=self.limits, workdir=workdir, runtime=self.runtime)
+    def _sandbox(self, workdir: Path | None = None, renewable: bool = False) -> Sandbox:
+        return Sandbox(limits=self.limits, workdir=workdir, runtime=self.runtime,
+                       renewable=renewable)
 
     def _conversation(self, key: Hashable) -> Sandbox:
         """A keyed conversation's sandbox: under `workdir`, each key has a folder of its own."""

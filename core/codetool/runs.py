@@ -4,7 +4,8 @@ A run takes a sandbox (the spare, if there is one) and gives it back when it end
 thread the next run's spare is then made and started, and the old sandbox closed, so runs
 rarely wait for an interpreter to start and never share one. The spare is offered before its
 start: a run that takes it early waits for that start rather than making a second one. A
-sandbox no code ran in is not closed but becomes the spare itself.
+sandbox no code ran in is not closed but becomes the spare itself, and so does one that can
+be renewed (the data runtime: see `engine/renewal.py`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,14 @@ class Runs:
 
     def finish(self, sandbox: Sandbox, toolbox: Toolbox | None = None) -> None:
         """A run ended: close its sandbox and (given its tools) start the next run's spare,
-        both on another thread."""
+        both on another thread. A sandbox that can be renewed is the spare at once, renewed on
+        another thread (see `engine/renewal.py`): the next run may well start before that
+        thread does."""
+        if self.keep_spare and toolbox is not None and sandbox.hold_for_renewal(toolbox):
+            if self._offer(sandbox):
+                submit(sandbox.renew, toolbox)
+                return
+            sandbox.lock.release()
         submit(self._finish, sandbox, toolbox)
 
     def close(self) -> None:

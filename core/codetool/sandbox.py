@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.limits import Limits
+from ..engine.renewal import Renewal
 from ..engine.session import Session
 from ..errors import SessionClosed
 from ..prompt.render import REPLACED
@@ -80,6 +81,9 @@ class Sandbox:
     """A cell has run in the current session (so replacing it loses something)."""
     _starting: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Held while the session is made, replaced or closed."""
+    renewable: bool = False
+    """Its sessions keep what lets `renew` make them as new (a run's sandbox)."""
+    _renewal: Renewal | None = None
 
     @property
     def fresh(self) -> bool:
@@ -112,7 +116,7 @@ class Sandbox:
         with self._starting:
             if self._closed:
                 raise SessionClosed("this conversation's sandbox is closed")
-            old, self.session = self.session, None
+            old, self.session, self._renewal = self.session, None, None
             if old is not None:
                 old.close(wait=self.workdir is not None)
             self.session = make()
@@ -146,14 +150,49 @@ class Sandbox:
         if self.session is None and not self._closed and not self._starting.locked():
             submit(self.start, toolbox)
 
+    def hold_for_renewal(self, toolbox: Toolbox) -> bool:
+        """True, holding `lock`, when this sandbox can be made new again for a run with
+        `toolbox`'s tools: `renew` then does it and lets go (a run that takes the sandbox
+        meanwhile waits at its first cell)."""
+        if not self.lock.acquire(blocking=False):
+            return False  # a cell still runs in it
+        if self._closed or self._renewal is None or not self.ready(toolbox):
+            self.lock.release()
+            return False
+        return True
+
+    def renew(self, toolbox: Toolbox) -> None:
+        """After `hold_for_renewal`: nothing of the cells that ran is left (see
+        `engine/renewal.py`); a guest that cannot be renewed is replaced by a new one."""
+        try:
+            with self._starting:
+                if self._closed:
+                    return
+                self.context = None
+                renewal = self._renewal
+                if renewal is None or not renewal.renew():
+                    old, self.session, self._renewal = self.session, None, None
+                    if old is not None:
+                        old.close()
+                    try:
+                        self._start(toolbox)
+                    except Exception:  # noqa: BLE001 - the run's first cell starts it again
+                        log.exception("tooliscode: starting a sandbox ahead of time failed")
+                self._used = False
+        finally:
+            self.lock.release()
+
     def close(self) -> None:
         with self._starting:
-            self._closed = True
+            self._closed, self._renewal = True, None
             session, self.session = self.session, None
         if session is not None:
             session.close()
 
     def _start(self, toolbox: Toolbox) -> None:
+        self._renewal = None
         self.session = Session(ToolRegistry(toolbox.bind(self)), limits=self.limits,
                                workdir=self.workdir, runtime=self.runtime)
         self._key = toolbox.key
+        if self.renewable:
+            self._renewal = Renewal.prepare(self.session)

@@ -356,6 +356,11 @@ class Session(Closing):
             return self._finish(command, outcome)
         raise RuntimeError("the guest died twice before running the cell")
 
+    def _forget_cells(self) -> None:
+        """The guest was renewed (`renewal.py`): no cell has run in it."""
+        self._names, self._lost = (), None
+        self._notices.clear()
+
     def _healthy(self) -> bool:
         worker = self._state.worker
         return worker is not None and worker.alive

@@ -194,9 +194,13 @@ class Worker:
         """Run `action(instance)` on the guest's thread between two turns of a turn-based
         guest, and return what it returns: no wasm stack is live then, so the guest's linear
         memory is its whole state (a snapshot reads it, a restore writes it)."""
+        return self.after_turn(action).result(timeout)
+
+    def after_turn(self, action: Callable[[Any], Any]) -> cf.Future:
+        """`between_turns`, without waiting: the future holds what `action` returns."""
         if not self._turns:
             raise RuntimeError("only a turn-based guest has a moment between turns")
-        return self.call({"op": _BETWEEN, "action": action}, timeout)
+        return self.submit(Command({"op": _BETWEEN, "action": action}))
 
     def _run_between(self, command: Command) -> None:
         try:

