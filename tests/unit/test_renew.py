@@ -43,15 +43,17 @@ def test_only_written_pages_count_as_written(memory):
 
 def test_restore_brings_back_the_baseline_and_the_image(memory):
     address, mapping, image = memory
-    mapping[2 * PAGE:2 * PAGE + 4] = b"base"  # written before the baseline: kept as it is
+    for page, word in ((2, b"base"), (6, b"six!"), (7, b"7777"), (13, b"past")):
+        mapping[page * PAGE + 9:page * PAGE + 13] = word  # before the baseline: kept
     baseline = renew.capture(address, PAGES * PAGE, frozenset({7}))
     if baseline is None:
         pytest.skip("no page map here")
-    assert set(baseline.pages) == {2} and baseline.kept_fds == {7}
+    assert [i for i, f in enumerate(baseline.saved) if f] == [2, 6, 7, 13]
+    assert baseline.kept_fds == {7}
     expected = bytes(mapping)
-    mapping[2 * PAGE:2 * PAGE + 4] = b"run!"
-    mapping[5 * PAGE + 100:5 * PAGE + 104] = b"run!"
-    mapping[14 * PAGE:15 * PAGE] = b"\xff" * PAGE
+    for page in (2, 5, 7, 8, 9, 13, 14):  # over saved pages, image pages and past the image
+        mapping[page * PAGE + 50:page * PAGE + 54] = b"run!"
+    mapping[6 * PAGE:8 * PAGE] = b"\xff" * (2 * PAGE)
     assert renew.restore(address, PAGES * PAGE, baseline, memoryview(image))
     assert bytes(mapping) == expected
 
