@@ -66,11 +66,11 @@ def _held(s: Session) -> str:
     count, size = s.run(HELD).stdout.split()
     held = f"{int(count):,} dicts, {size} MB of objects"
     if s.runtime.turn_based:
-        from tooliscode.durable import pages
+        from tooliscode.runtime import pagemap
 
         def written(guest) -> int:
             address, length = guest.memory_span()
-            return (pages._written(address, length) or b"").count(1) * pages.PAGE
+            return (pagemap.written(address, length) or b"").count(1) * pagemap.PAGE
 
         held += f", {s._state.worker.between_turns(written) / 1e6:.0f} MB of pages written"
     return held

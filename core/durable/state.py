@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.folder import INTERNAL_DIR
 from ..engine.limits import Limits
 from ..runtime import GUEST_DIR, Runtime
+from ..runtime.renew import empty_folder
 from . import exact
 from .envelope import SnapshotError, pack, unpack
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ..engine.session import Session
     from ..engine.worker import Worker
 
-__all__ = ["Opened", "capture", "fingerprint", "open_snapshot", "restore_notice"]
+__all__ = ["Opened", "capture", "fingerprint", "open_snapshot", "reload", "restore_notice"]
 
 _STATE = "state.bin"
 
@@ -122,6 +123,30 @@ def open_snapshot(blob: bytes, runtime: Runtime, limits: Limits, key: bytes | st
     parts, meta = unpack(blob, runtime=fingerprint(runtime), key=key)
     plan = exact.plan(parts, meta, limits) if meta.get("kind") == exact.KIND else None
     return Opened(parts, meta, plan)
+
+
+def reload(session: Session, blob: bytes, key: bytes | str | None = None) -> bool:
+    """Load a snapshot of variables into `session`'s live guest rather than a new one (a
+    conversation come back to a worker that still has its interpreter: no new guest to
+    boot). Its cells' state is forgotten and its folder emptied first, so what remains is the
+    snapshot's, and the next result names what could not come along. False, with nothing
+    done, for an exact snapshot: that one is a whole interpreter, mapped into a new guest."""
+    opened = open_snapshot(blob, session.runtime, session.limits, key)
+    if opened.exact is not None:
+        return False
+    with session._turn:
+        worker = session._ensure_worker()
+        reply = worker.call({"op": "reset"})
+        if not isinstance(reply, dict) or not reply.get("ok"):
+            raise SnapshotError(f"the guest could not forget its state: {reply}")
+        session._names = ()
+        if not empty_folder(session.workdir):
+            raise SnapshotError("the session folder could not be emptied for the snapshot's")
+        missing, session._names = opened.into(session, worker, None)
+        notice = restore_notice(missing, announce=False)
+        if notice:
+            session._notices.append(notice)
+    return True
 
 
 def restore_notice(missing: dict[str, str], announce: bool, whole: bool = False) -> str | None:

@@ -36,6 +36,22 @@ def test_a_conversation_moves_between_code_tools_sharing_a_store(tmp_path):
         assert "x" not in a.run_code("print(sorted(globals()))", key="c2").text
 
 
+def test_a_conversation_that_comes_back_holds_only_what_the_other_worker_left(tmp_path):
+    """The worker it comes back to still has its older interpreter (loaded in place on the
+    default runtime): nothing of that older state may outlive what the other worker did."""
+    store = FolderStore(tmp_path / "store")
+    with ToolIsCode([bump], store=store) as a, ToolIsCode([bump], store=store) as b:
+        assert a.run_code("y = 5\nz = 1\nopen('old.txt', 'w').write('old')", key="c").ok
+        _saved(a.code, "c")
+        assert b.run_code("del y\nimport os\nos.remove('old.txt')\n"
+                          "open('new.txt', 'w').write('new')\nz += 1", key="c").ok
+        _saved(b.code, "c")
+        look = ("import os\nprint('y' in globals(), z, "
+                        "sorted(n for n in os.listdir('.') if n[0] != '.'))")
+        reply = a.run_code(look, key="c")
+        assert reply.text.strip() == "False 2 ['new.txt']", reply.text
+
+
 def test_an_evicted_conversation_is_saved_not_lost(tmp_path):
     code = CodeTool([bump], store=FolderStore(tmp_path), max_sessions=1)
     try:
