@@ -42,7 +42,8 @@ class Runs:
         both on another thread. A sandbox that can be renewed is the spare at once, renewed on
         another thread (see `engine/renewal.py`): the next run may well start before that
         thread does."""
-        if self.keep_spare and toolbox is not None and sandbox.hold_for_renewal(toolbox):
+        if self.keep_spare and toolbox is not None and not sandbox.fresh \
+                and sandbox.hold_for_renewal(toolbox):
             if self._offer(sandbox):
                 submit(sandbox.renew, toolbox)
                 return
