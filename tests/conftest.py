@@ -58,3 +58,18 @@ def short_session(tools):
     """A session with a 1.5 s cell limit, for timeout tests."""
     with Session(tools, limits=Limits(timeout_s=1.5)) as s:
         yield s
+
+
+@pytest.fixture
+def next_run():
+    """`next_run(code, run, tools)`: end the run, and take the next run's sandbox once its
+    spare is ready (started, or renewed on the data runtime)."""
+    def take(code, run, tools):
+        code.finish(run, tools)
+        for _ in range(500):
+            spare = code.spare
+            if spare is not None and spare.ready(tools) and not spare.lock.locked():
+                return code.take()
+            time.sleep(0.01)
+        raise AssertionError("no spare was made ready")
+    return take

@@ -127,17 +127,6 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
             code.run_code("1", sandbox=nxt)
 
 
-def _next_run(code: CodeTool, run: Sandbox, tools: Toolbox) -> Sandbox:
-    """End `run` and take the next run's sandbox once its spare is ready."""
-    code.finish(run, tools)
-    for _ in range(500):
-        spare = code.spare
-        if spare is not None and spare.ready(tools) and not spare.lock.locked():
-            return code.take()
-        time.sleep(0.01)
-    raise AssertionError("no spare was made ready")
-
-
 LEAVE_TRACES = """
 import json, os, random
 os.makedirs("/session/sub", exist_ok=True)
@@ -161,7 +150,7 @@ print(random.random())
 """
 
 
-def test_a_run_finds_nothing_of_the_runs_before_it():
+def test_a_run_finds_nothing_of_the_runs_before_it(next_run):
     """Whether the next run's sandbox is new or renewed (the data runtime), no variable,
     module change, file, open descriptor or random stream of the last run reaches it."""
     tools = Toolbox.of([dataclasses.replace(WHO, function=lambda: "me")])
@@ -172,7 +161,7 @@ def test_a_run_finds_nothing_of_the_runs_before_it():
         fd, number = first.result.stdout.split()
         numbers = {number}
         for _ in range(3):
-            run = _next_run(code, run, tools)
+            run = next_run(code, run, tools)
             found = code.run_code(FIND_TRACES, sandbox=run)
             assert found.ok, found.text
             listing, number = found.result.stdout.splitlines()

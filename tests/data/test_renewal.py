@@ -3,8 +3,6 @@ moment after its setup, or a new one where that cannot be done safely."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from tooliscode import Limits, Tool
 from tooliscode.codetool import CodeTool, Sandbox, Toolbox
@@ -25,16 +23,6 @@ def code(data_runtime):
         yield tool
 
 
-def _next(code: CodeTool, run: Sandbox) -> Sandbox:
-    code.finish(run, TOOLS)
-    for _ in range(500):
-        spare = code.spare
-        if spare is not None and spare.ready(TOOLS) and not spare.lock.locked():
-            return code.take()
-        time.sleep(0.01)
-    raise AssertionError("no spare was made ready")
-
-
 def _first_run(code: CodeTool, source: str) -> tuple[Sandbox, object]:
     run = code.take()
     reply = code.run_code(source, sandbox=run)
@@ -42,18 +30,18 @@ def _first_run(code: CodeTool, source: str) -> tuple[Sandbox, object]:
     return run, run.session
 
 
-def test_a_guest_is_renewed_in_place_and_its_tools_still_work(code):
+def test_a_guest_is_renewed_in_place_and_its_tools_still_work(code, next_run):
     run, session = _first_run(code, "big = list(range(1000)); print(ping())")
     for _ in range(3):
-        run = _next(code, run)
+        run = next_run(code, run, TOOLS)
         assert run.session is session  # renewed: no new guest was made
         reply = code.run_code("print('big' in globals(), ping())", sandbox=run)
         assert reply.text.strip() == "False pong", reply.text
 
 
-def test_the_first_cell_of_a_renewed_guest_sees_no_earlier_cell(code):
+def test_the_first_cell_of_a_renewed_guest_sees_no_earlier_cell(code, next_run):
     run, _ = _first_run(code, "x = 1")
-    run = _next(code, run)
+    run = next_run(code, run, TOOLS)
     reply = code.run_code("x = 2\nprint(x)", sandbox=run)
     assert reply.ok and reply.result.names == ("x",)
 
@@ -63,21 +51,21 @@ def test_the_first_cell_of_a_renewed_guest_sees_no_earlier_cell(code):
     "import os\nos.close(3)",  # a preopen closed: the guest's descriptors are not all known
     "import os\nos.close(1)",  # the console's descriptor
 ])
-def test_a_guest_that_cannot_be_renewed_safely_is_replaced(code, source):
+def test_a_guest_that_cannot_be_renewed_safely_is_replaced(code, source, next_run):
     run, session = _first_run(code, source)
-    run = _next(code, run)
+    run = next_run(code, run, TOOLS)
     assert run.session is not session
     reply = code.run_code("print(sorted(globals().keys() & {'grown', 'f', 'os'}), ping())",
                           sandbox=run)
     assert reply.text.strip() == "[] pong", reply.text
 
 
-def test_a_guest_stopped_by_its_time_limit_is_replaced(data_runtime):
+def test_a_guest_stopped_by_its_time_limit_is_replaced(data_runtime, next_run):
     with CodeTool(TOOLS, keep_spare=True, runtime=data_runtime,
                   limits=Limits(timeout_s=0.5)) as code:
         run = code.take()
         session = run.session
         assert "TimeoutError" in code.run_code("x = 1\nwhile True: pass", sandbox=run).text
-        run = _next(code, run)  # its session's new guest took no baseline: not renewed
+        run = next_run(code, run, TOOLS)  # its session's new guest took no baseline: not renewed
         assert run.session is not session
         assert code.run_code("print(ping())", sandbox=run).text.strip() == "pong"
