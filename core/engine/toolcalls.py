@@ -204,7 +204,10 @@ class CellCalls:
                 # thread: the common case, kept free of closures and futures.
                 value = tool.invoke(arguments)
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
-                    value = _resolve(value, self.loop)  # a sync-looking callable's coroutine
+                    # a sync-looking callable's coroutine (LangChain's tools under ainvoke):
+                    # run as an async tool's is, its first step right here
+                    value = (handoff or self._handoff()).call(_same, value,
+                                                              self._until(tool, started))
             value = to_json_value(value)
         except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
             return self._failed(tool, arguments, started, exc)
@@ -280,6 +283,10 @@ def _raise_timeout() -> Any:
 def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
     value = tool.invoke(arguments)
     return _resolve(value, loop) if inspect.isawaitable(value) else value
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _resolve(awaitable: Any, loop: Any) -> Any:
