@@ -488,8 +488,9 @@ def test_the_command_serves_until_interrupted(tmp_path, stop, launch):
 def test_a_server_interrupted_before_its_loop_began_still_closes(monkeypatch):
     """Ctrl-C can land before `serve_forever` reaches its loop (here: in the warm-up, which
     starts a thread); closing must not then wait for that loop to end."""
-    import tooliscode.serve.server as served
     from threading import Thread
+
+    import tooliscode.serve.server as served
 
     def interrupted() -> None:
         raise KeyboardInterrupt
