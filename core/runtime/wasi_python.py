@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import weakref
 
 import wasmtime
 
@@ -204,25 +203,23 @@ class DataRuntime(WasmtimeRuntime):
                            for name, body in shadows.items()]
         self._callbacks.append(define_host_call(self.linker, current))
         self.ticker = EpochTicker(self.engine, tick_s)
-        self._live: weakref.WeakSet[DataInstance] = weakref.WeakSet()  # type: ignore[assignment]
+        self._track_instances()
         self.images = Images(self, preload)
 
     @property
     def transport_source(self) -> str:
         return _TRANSPORT
 
-    def instantiate(self, spec: GuestSpec) -> DataInstance:
+    def _make(self, spec: GuestSpec) -> DataInstance:
         instance = DataInstance(self, spec)
         try:
             self.images.start(instance, spec)
         except BaseException:
             instance.close()
             raise
-        self._live.add(instance)
         return instance
 
     def close(self) -> None:
-        if any(inst._store is not None for inst in self._live):
-            return
-        self.images.close()
         super().close()
+        if self._closed:
+            self.images.close()
