@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import weakref
 
 import wasmtime
 
@@ -203,7 +204,7 @@ class DataRuntime(WasmtimeRuntime):
                            for name, body in shadows.items()]
         self._callbacks.append(define_host_call(self.linker, current))
         self.ticker = EpochTicker(self.engine, tick_s)
-        self._track_instances()
+        self._live: weakref.WeakSet[DataInstance] = weakref.WeakSet()  # type: ignore[assignment]
         self.images = Images(self, preload)
 
     @property

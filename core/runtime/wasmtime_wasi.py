@@ -300,6 +300,11 @@ class WasmtimeRuntime(Runtime):
     """CPython on WASI under wasmtime. Create one per process (see `default_runtime`)."""
 
     name = "wasmtime-wasi"
+    _gate = threading.Lock()
+    """Guards `_making` and `_closed` (of every runtime: it is held for a moment)."""
+    _making = 0
+    """Instances being made now: `close` frees nothing under them."""
+    _closed = False
 
     def __init__(self, wasm: str | Path | WasmFile | None = None, *,
                  expected_sha256: str | None = None, tick_s: float = 0.005):
@@ -318,14 +323,7 @@ class WasmtimeRuntime(Runtime):
         self._callbacks = [define_shadow(self.linker, self.module, name, host_function(name, body))
                            for name, body in shadows.items()]
         self.ticker = EpochTicker(self.engine, tick_s)
-        self._track_instances()
-
-    def _track_instances(self) -> None:
         self._live: weakref.WeakSet[WasmtimeInstance] = weakref.WeakSet()
-        self._gate = threading.Lock()
-        self._making = 0
-        """Instances being made now: `close` frees nothing under them."""
-        self._closed = False
 
     @property
     def transport_source(self) -> str:
