@@ -112,6 +112,25 @@ def test_close_while_a_cell_runs(tmp: Path) -> None:
     assert _listing(tmp) == before
 
 
+def test_exit_while_a_tool_is_stuck_past_its_timeout(tmp: Path) -> None:
+    """The cell gave up on the call; the thread it ran on must not keep the process alive."""
+    before = _listing(tmp)
+    done = _run(tmp, """
+        import threading
+        from tooliscode import Session, Tool
+
+        def stuck() -> str:
+            '''Never returns.'''
+            threading.Event().wait()
+            return "never"
+
+        s = Session([Tool.from_function(stuck, timeout_s=0.2)])
+        print(s.run("stuck()").error)
+    """)  # a process that does not end is a TimeoutExpired here
+    assert "timed out" in done.stdout
+    assert _listing(tmp) == before
+
+
 @pytest.mark.parametrize("end", ["os._exit", "SIGKILL"])
 def test_folders_of_dead_processes_go_when_the_next_one_starts(tmp: Path, end: str) -> None:
     before = _listing(tmp)

@@ -108,3 +108,45 @@ def test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived(fres
         entry.write_bytes(damage)
         again = _run(_ONE_PLUS_ONE, cache)
         assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr
+
+
+def test_closing_the_runtime_while_a_thread_makes_a_guest(tmp_path, monkeypatch):
+    """Exit closes the runtime while a daemon thread (a spare's start) may be making a guest:
+    the engine must not be freed under it (that crashed the process), and a guest asked for
+    after the close is a clear error."""
+    import threading
+
+    from tooliscode.runtime import GuestSpec
+    from tooliscode.runtime.wasmtime_wasi import WasmtimeInstance, WasmtimeRuntime
+
+    runtime = WasmtimeRuntime()
+    inside, go = threading.Event(), threading.Event()
+    configure = WasmtimeInstance._wasi_config
+
+    def held(instance, spec):  # hold the making of the guest halfway
+        inside.set()
+        go.wait(30)
+        return configure(instance, spec)
+
+    made: list[object] = []
+
+    def make() -> None:
+        try:
+            made.append(runtime.instantiate(GuestSpec(tmp_path, 64 << 20, "pass")))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            made.append(exc)
+
+    monkeypatch.setattr(WasmtimeInstance, "_wasi_config", held)
+    maker = threading.Thread(target=make, daemon=True)
+    maker.start()
+    try:
+        assert inside.wait(30)
+        runtime.close()  # what exit does, with a guest halfway made
+    finally:
+        go.set()
+    maker.join(30)  # a hang guard
+    assert len(made) == 1 and isinstance(made[0], WasmtimeInstance), made
+    made[0].close()
+    runtime.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        runtime.instantiate(GuestSpec(tmp_path, 64 << 20, "pass"))

@@ -439,14 +439,27 @@ def test_upstream_errors_become_openai_errors():
 
 # -- the command -----------------------------------------------------------------------------
 
-def test_the_command_serves_until_interrupted(tmp_path):
+def test_the_command_has_help():
     done = subprocess.run([sys.executable, "-m", "tooliscode.serve.cli", "serve", "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "--upstream URL" in done.stdout and "--api-key" in done.stdout
+
+
+# A shell starts a background job (`make test &` in a script, a CI step sent to the background)
+# with SIGINT ignored, and the job's children inherit that; CPython then leaves SIGINT alone.
+_SIGINT_IGNORED = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
+@pytest.mark.parametrize("stop, launch", [
+    (signal.SIGINT, [sys.executable, "-c", _SIGINT_IGNORED]),
+    (signal.SIGTERM, [sys.executable]),
+], ids=["SIGINT, inherited as ignored", "SIGTERM"])
+def test_the_command_serves_until_interrupted(tmp_path, stop, launch):
     with ScriptedServer([say("```python\nget_weather(city='Oslo')\n```")]) as upstream:
         port = _free_port()
         process = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "tooliscode.serve.cli", "serve",
+            [*launch, "-X", "faulthandler", "-m", "tooliscode.serve.cli", "serve",
              "--upstream", upstream.base_url, "--port", str(port), "--model", "qwq",
              "--log", str(tmp_path / "log.jsonl")],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLISCODE_API_KEY": "k"})
@@ -459,16 +472,45 @@ def test_the_command_serves_until_interrupted(tmp_path):
                                                  tools=TOOLS).choices[0].message
             assert calls_of(message) == [("get_weather", {"city": "Oslo"})]
         finally:
-            process.send_signal(signal.SIGINT)
+            process.send_signal(stop)
             try:
                 code = process.wait(timeout=30)
             except subprocess.TimeoutExpired:  # show where it hangs: faulthandler's dump
                 process.send_signal(signal.SIGABRT)
                 process.wait(timeout=30)
-                pytest.fail(f"serve did not stop on SIGINT:\n{process.stderr.read()[-8000:]}")
+                pytest.fail(f"serve did not stop on {stop.name}:\n"
+                            f"{process.stderr.read()[-8000:]}")
             process.stderr.close()
             assert code == 0
     assert json.loads((tmp_path / "log.jsonl").read_text())["status"] == 200
+
+
+def test_a_server_interrupted_before_its_loop_began_still_closes(monkeypatch):
+    """Ctrl-C can land before `serve_forever` reaches its loop (here: in the warm-up, which
+    starts a thread); closing must not then wait for that loop to end."""
+    from threading import Thread
+
+    import tooliscode.serve.server as served
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    def serve_until_interrupted() -> None:  # what the command does
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            stopped.append(True)
+        finally:
+            server.close()
+
+    monkeypatch.setattr(served, "_warm_up", interrupted)
+    server = Server(ServeConfig(upstream="http://127.0.0.1:9/v1", port=0))
+    stopped: list[bool] = []
+    serving = Thread(target=serve_until_interrupted, daemon=True)
+    serving.start()
+    serving.join(30)  # a hang guard, not a timing
+    assert not serving.is_alive(), "close() waited for a loop that never ran"
+    assert stopped == [True]
 
 
 def test_an_upstream_stream_that_stalls_ends_in_an_error_event():

@@ -19,6 +19,7 @@ from ..guest.convert import to_json_value
 from ..tools.registry import ToolRegistry
 from ..tools.schema import describe_validation_error
 from ..tools.tool import Tool
+from .daemonthreads import DaemonThreads
 from .handoff import LoopHandoff
 from .limits import Limits
 from .result import ToolCallRecord
@@ -27,17 +28,18 @@ __all__ = ["CellCalls", "background_loop", "tool_executor"]
 
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 """What tools return most; never awaitable, so `inspect.isawaitable` need not be asked."""
-_executor: cf.ThreadPoolExecutor | None = None
+_executor: DaemonThreads | None = None
 _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
 
 
-def tool_executor() -> cf.ThreadPoolExecutor:
-    """Threads for sync tools that run concurrently or under a timeout."""
+def tool_executor() -> DaemonThreads:
+    """Threads for sync tools that run concurrently or under a timeout (daemons: a call given
+    up on may never return)."""
     global _executor
     with _lock:
         if _executor is None:
-            _executor = cf.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tooliscode-tool")
+            _executor = DaemonThreads(32, "tooliscode-tool")
         return _executor
 
 

@@ -167,7 +167,7 @@ class Images:
                         _drop_cached(path)
                         note(f"{path.stat().st_size / 1e6:.0f} MB at {path}")
             image = MemoryImage(path)
-        except (GuestTrap, OSError, ValueError, wasmtime.WasmtimeError) as exc:
+        except (GuestTrap, OSError, ValueError, RuntimeError, wasmtime.WasmtimeError) as exc:
             log.warning("tooliscode: could not prepare the memory image: %s", exc)
         finally:
             with self._lock:  # a failed build stays marked: it is not retried in this process
@@ -182,9 +182,10 @@ class Images:
         folder = Path(tempfile.mkdtemp(prefix="tooliscode-image-"))
         instance = None
         try:
-            instance = DataInstance(self._rt, GuestSpec(folder, _BUILD_MEMORY, spec.boot_source,
-                                                        boot_reply=spec.boot_reply))
-            self._rt._live.add(instance)  # the runtime is not freed under it
+            with self._rt.making():  # the runtime is not freed under it
+                instance = DataInstance(self._rt, GuestSpec(
+                    folder, _BUILD_MEMORY, spec.boot_source, boot_reply=spec.boot_reply))
+                self._rt._live.add(instance)
             reply = spec.boot_reply or b""
             instance.handler = lambda frame: reply if bytes(frame) == _BOOT_REQUEST else b""
             said: list[bytes] = []

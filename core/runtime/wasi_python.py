@@ -285,18 +285,16 @@ class DataRuntime(WasmtimeRuntime):
     def transport_source(self) -> str:
         return _TRANSPORT
 
-    def instantiate(self, spec: GuestSpec) -> DataInstance:
+    def _make(self, spec: GuestSpec) -> DataInstance:
         instance = DataInstance(self, spec)
         try:
             self.images.start(instance, spec)
         except BaseException:
             instance.close()
             raise
-        self._live.add(instance)
         return instance
 
     def close(self) -> None:
-        if any(inst._store is not None for inst in self._live):
-            return
-        self.images.close()
         super().close()
+        if self._closed:
+            self.images.close()

@@ -12,10 +12,13 @@ handed on to the real WASI functions (see `shadow.py`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
+import threading
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +306,11 @@ class WasmtimeRuntime(Runtime):
     """CPython on WASI under wasmtime. Create one per process (see `default_runtime`)."""
 
     name = "wasmtime-wasi"
+    _gate = threading.Lock()
+    """Guards `_making` and `_closed` (of every runtime: it is held for a moment)."""
+    _making = 0
+    """Instances being made now: `close` frees nothing under them."""
+    _closed = False
 
     def __init__(self, wasm: str | Path | WasmFile | None = None, *,
                  expected_sha256: str | None = None, tick_s: float = 0.005):
@@ -333,15 +341,37 @@ class WasmtimeRuntime(Runtime):
         return f"{self.name}:{self.wasm.sha256}"
 
     def instantiate(self, spec: GuestSpec) -> WasmtimeInstance:
-        instance = WasmtimeInstance(self, spec)
-        self._live.add(instance)
+        with self.making():
+            instance = self._make(spec)
+            self._live.add(instance)
         return instance
+
+    def _make(self, spec: GuestSpec) -> WasmtimeInstance:
+        return WasmtimeInstance(self, spec)
+
+    @contextlib.contextmanager
+    def making(self) -> Iterator[None]:
+        """Around making an instance (add it to `_live` inside): a thread may still be
+        making one when exit closes the runtime, and the engine freed under it crashes the
+        process. Once closed, making one is a clear error."""
+        with self._gate:
+            if self._closed:
+                raise RuntimeError("the sandbox runtime is closed (the process is exiting)")
+            self._making += 1
+        try:
+            yield
+        finally:
+            with self._gate:
+                self._making -= 1
 
     def close(self) -> None:
         """Free the engine, module and linker now rather than during interpreter shutdown,
-        when wasmtime-py can no longer call its C library. Skipped while a guest lives."""
-        if any(inst._store is not None for inst in self._live):
-            return
+        when wasmtime-py can no longer call its C library. Skipped while a guest lives or is
+        being made."""
+        with self._gate:
+            if self._making or any(inst._store is not None for inst in self._live):
+                return
+            self._closed = True
         self.ticker.close()
         for name in ("linker", "passthrough", "module", "engine"):
             handle = self.__dict__.pop(name, None)

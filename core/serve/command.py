@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 
 __all__ = ["arguments", "run"]
@@ -48,21 +52,46 @@ def run(args: argparse.Namespace) -> int:
 
     if args.repairs < 0 or args.max_calls < 1 or args.timeout <= 0:
         raise ValueError("--repairs must be >= 0, --max-calls >= 1 and --timeout > 0")
-    use_runtime(args)
-    config = ServeConfig(
-        upstream=args.upstream, upstream_key=args.upstream_key or os.environ.get(
-            _UPSTREAM_KEY_ENV), model=args.model, host=args.host, port=args.port,
-        api_key=args.api_key or os.environ.get(_API_KEY_ENV), log=args.log,
-        repairs=args.repairs, timeout_s=args.timeout,
-        limits=replace(RECORDING_LIMITS, tool_calls=args.max_calls))
-    server = Server(config)
-    print(f"tooliscode serve: {server.base_url} -> {config.upstream}"
-          + ("" if config.api_key else " (no --api-key: open to anyone who can connect)"),
-          file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    with _interrupted_by(signal.SIGINT, signal.SIGTERM):
+        use_runtime(args)
+        config = ServeConfig(
+            upstream=args.upstream, upstream_key=args.upstream_key or os.environ.get(
+                _UPSTREAM_KEY_ENV), model=args.model, host=args.host, port=args.port,
+            api_key=args.api_key or os.environ.get(_API_KEY_ENV), log=args.log,
+            repairs=args.repairs, timeout_s=args.timeout,
+            limits=replace(RECORDING_LIMITS, tool_calls=args.max_calls))
+        server = Server(config)
+        try:
+            print(f"tooliscode serve: {server.base_url} -> {config.upstream}"
+                  + ("" if config.api_key else " (no --api-key: open to anyone who can "
+                     "connect)"), file=sys.stderr, flush=True)
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
     return 0
+
+
+@contextlib.contextmanager
+def _interrupted_by(*signals: signal.Signals) -> Iterator[None]:
+    """Make `signals` raise `KeyboardInterrupt` in the main thread, as Ctrl-C does, so that
+    the server closes its sandboxes and folders on the way out.
+
+    Whatever this process inherited: a shell starts a background job with SIGINT ignored
+    (and its children inherit that), where CPython then never raises `KeyboardInterrupt`;
+    and SIGTERM (`kill`, `docker stop`) would otherwise end the process with no clean-up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers, and only it gets the signals
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {number: signal.signal(number, interrupt) for number in signals}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(number, handler)

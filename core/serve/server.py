@@ -76,7 +76,8 @@ class Server(Starting):
         handler = type("Handler", (_Handler,), {"app": self})
         self._httpd = ThreadingHTTPServer((config.host, config.port), handler)
         self._httpd.daemon_threads = True
-        self._serving = False
+        self._loop: threading.Thread | None = None
+        """The thread in `serve_forever`'s loop, while one is."""
 
     @property
     def base_url(self) -> str:
@@ -85,17 +86,27 @@ class Server(Starting):
 
     def start(self) -> Self:
         """Serve on a background thread."""
-        threading.Thread(target=self.serve_forever, name="tooliscode-serve", daemon=True).start()
+        thread = threading.Thread(target=self.serve_forever, name="tooliscode-serve",
+                                  daemon=True)
+        self._loop = thread  # a close() before the loop begins still waits for it to end
+        thread.start()
         return self
 
     def serve_forever(self) -> None:
-        self._serving = True
+        """Serve on this thread until `close()` (from another thread) or an interrupt."""
         _warm_up()
-        self._httpd.serve_forever(poll_interval=0.1)  # how soon close() takes effect
+        self._loop = threading.current_thread()
+        try:
+            self._httpd.serve_forever(poll_interval=0.1)  # how soon close() takes effect
+        finally:
+            self._loop = None
 
     def close(self) -> None:
-        if self._serving:  # shutdown() waits for a serve_forever loop, which must exist
-            self._serving = False
+        # `shutdown()` waits until a running loop has ended, and forever if none runs: an
+        # interrupt can end `serve_forever` before its loop began, and the loop's own thread
+        # (Ctrl-C, then close) has left it already.
+        loop = self._loop
+        if loop is not None and loop is not threading.current_thread():
             self._httpd.shutdown()
         self._httpd.server_close()
         self.completer.close()
