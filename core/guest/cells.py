@@ -24,10 +24,6 @@ _FLAGS = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast for eve
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 _sources: dict[str, str] = {}
 """Cell sources by file name, handed to linecache only when a traceback is formatted."""
-_POP_TOP = opcode.opmap.get("POP_TOP")
-_RETURN_CONST = opcode.opmap.get("RETURN_CONST")
-_STORE_NAME = opcode.opmap.get("STORE_NAME")
-_PATCHABLE = sys.version_info[:2] == (3, 12)  # the bytecode layout the patch below assumes
 _LITERAL_START = tuple("'\"0123456789-+[({.") + ("None", "True", "False")
 _MAX_NAMES = 300
 _DESCRIBED = 30
@@ -143,34 +139,94 @@ def _short_repr(value: Any, limit: int) -> str:
     return text
 
 
+_POP_TOP = opcode.opmap.get("POP_TOP")
+_STORE_NAME = opcode.opmap.get("STORE_NAME")
+_CONST_ARGS = {opcode.opmap[n] for n in ("LOAD_CONST", "RETURN_CONST") if n in opcode.opmap}
+
+
+def _learn_tail() -> bytes | None:
+    """How this interpreter ends a module whose last statement is an expression: POP_TOP and
+    then "return None" (RETURN_CONST on 3.12, LOAD_COMMON_CONSTANT + RETURN_VALUE on 3.15),
+    learned from a compiled cell rather than assumed for one version."""
+    raw = compile("x\n", "<tail>", "exec", dont_inherit=True).co_code
+    at = raw.rfind(bytes((_POP_TOP,)), 0, len(raw) - 2) if _POP_TOP is not None else -1
+    while at > 0 and at % 2:
+        at = raw.rfind(bytes((_POP_TOP,)), 0, at)
+    return raw[at:] if at >= 0 else None
+
+
+_TAIL = _learn_tail()
+
+
+def _ends_like_tail(compiled: Any) -> bool:
+    """The code ends with POP_TOP and the same "return None" as `_TAIL` (a constant's index
+    may differ: it must name None)."""
+    raw, tail = compiled.co_code, _TAIL
+    if tail is None or len(raw) < len(tail):
+        return False
+    end = raw[-len(tail):]
+    for at in range(0, len(tail), 2):
+        op, arg = end[at], end[at + 1]
+        if op != tail[at]:
+            return False
+        if op in _CONST_ARGS:
+            if arg >= len(compiled.co_consts) or compiled.co_consts[arg] is not None:
+                return False
+        elif arg != tail[at + 1]:
+            return False
+    return True
+
+
 def _may_end_in_expression(compiled: Any, code: str) -> bool:
     """Cheap test on the bytecode: could the last statement be an expression? Only then is
     the cell parsed again to keep that expression's value (most cells end otherwise)."""
-    if _RETURN_CONST is None:  # an interpreter whose bytecode we do not know: always check
+    if _TAIL is None:  # an interpreter whose bytecode we do not know: always check
         return True
     if compiled.co_exceptiontable:  # handlers are laid out after the end: the tail says nothing
         return True
-    raw = compiled.co_code
-    if len(raw) >= 4 and raw[-4] == _POP_TOP and raw[-2] == _RETURN_CONST:
+    if _ends_like_tail(compiled):
         return True
     last = code.rstrip().rpartition("\n")[2]
     return last[:1] not in (" ", "\t") and last.startswith(_LITERAL_START)  # a bare constant
 
 
+def _patch(compiled: Any) -> Any:
+    """`compiled` with the POP_TOP that ends `_TAIL` turned into `STORE_NAME __tic_value__`
+    (same size and stack effect)."""
+    raw, n = compiled.co_code, len(_TAIL or b"")
+    patched = raw[:-n] + bytes((_STORE_NAME, len(compiled.co_names))) + raw[-n + 2:]
+    return compiled.replace(co_code=patched, co_names=(*compiled.co_names, _VALUE))
+
+
+def _patch_works() -> bool:
+    """The patch, tried once on a known cell: a bytecode it does not suit keeps the slow,
+    sure path (parse, rewrite, compile)."""
+    if _TAIL is None or _STORE_NAME is None:
+        return False
+    try:
+        ns: dict[str, Any] = {"x": 41}
+        exec(_patch(compile("x + 1\n", "<tail>", "exec", dont_inherit=True)), ns)
+        return ns.get(_VALUE) == 42
+    except Exception:  # noqa: BLE001 - any failure only means: do not patch
+        return False
+
+
+_PATCHABLE = _patch_works()
+
+
 def _value_kept_in_bytecode(compiled: Any) -> Any:
     """The cell's code with its final expression statement stored instead of dropped, made
-    by rewriting one instruction (`POP_TOP` -> `STORE_NAME __tic_value__`, same size and
-    stack effect), or None when the cell does not end that simple way. It saves the `ast`
-    module (tens of ms to import in the guest) and a second compile per cell."""
-    raw = compiled.co_code
-    if (not _PATCHABLE or compiled.co_exceptiontable or len(raw) < 4 or raw[-4] != _POP_TOP
-            or raw[-2] != _RETURN_CONST or len(compiled.co_names) >= 256):
+    by rewriting one instruction, or None when the cell does not end that simple way. It
+    saves the `ast` module (tens of ms to import in the guest) and a second compile per
+    cell."""
+    if (not _PATCHABLE or compiled.co_exceptiontable or len(compiled.co_names) >= 256
+            or not _ends_like_tail(compiled)):
         return None
     positions = list(compiled.co_positions())
-    if len(positions) < 2 or positions[-2][2] != 0:  # not a statement starting in column 0
+    at = len(positions) - len(_TAIL or b"") // 2  # the POP_TOP's
+    if at < 1 or positions[at][2] != 0:  # not a statement starting in column 0
         return None
-    patched = raw[:-4] + bytes((_STORE_NAME, len(compiled.co_names))) + raw[-2:]
-    return compiled.replace(co_code=patched, co_names=(*compiled.co_names, _VALUE))
+    return _patch(compiled)
 
 
 def _compile_keeping_value(code: str, filename: str) -> Any:
