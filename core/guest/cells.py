@@ -211,7 +211,8 @@ def _patch_works() -> bool:
         return False
 
 
-_PATCHABLE = _patch_works()
+_PATCHABLE: bool | None = None
+"""Whether `_patch` suits this bytecode: tried at the first cell."""
 
 
 def _value_kept_in_bytecode(compiled: Any) -> Any:
@@ -219,6 +220,9 @@ def _value_kept_in_bytecode(compiled: Any) -> Any:
     by rewriting one instruction, or None when the cell does not end that simple way. It
     saves the `ast` module (tens of ms to import in the guest) and a second compile per
     cell."""
+    global _PATCHABLE
+    if _PATCHABLE is None:
+        _PATCHABLE = _patch_works()
     if (not _PATCHABLE or compiled.co_exceptiontable or len(compiled.co_names) >= 256
             or not _ends_like_tail(compiled)):
         return None
