@@ -10,6 +10,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -354,6 +356,26 @@ def test_clients_must_present_the_api_key():
         answer = client(server, "client-secret").chat.completions.create(model="m",
                                                                          messages=ASK)
         assert answer.choices[0].message.content == "Hello."
+
+
+def test_closing_lets_an_answered_request_write_its_log_line(tmp_path, monkeypatch):
+    """The answer reaches the client before its line is logged: a close right then (an
+    interrupt just after a reply) waits for that line instead of closing the log under it."""
+    from tooliscode.serve import requestlog
+
+    log, logging = tmp_path / "requests.jsonl", threading.Event()
+    write = requestlog.RequestLog.write
+
+    def late_write(self: Any, entry: Any) -> None:
+        logging.set()
+        time.sleep(0.5)
+        write(self, entry)
+
+    monkeypatch.setattr(requestlog.RequestLog, "write", late_write)
+    with serving([say("Hi.")], log=log) as (server, _):
+        client(server).chat.completions.create(model="m", messages=ASK)
+        assert logging.wait(10)
+    assert [json.loads(line)["status"] for line in log.read_text().splitlines()] == [200]
 
 
 def test_the_request_log_holds_no_secrets(tmp_path):

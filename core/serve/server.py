@@ -32,6 +32,8 @@ from .upstream import Upstream, UpstreamError, UpstreamResponse
 __all__ = ["ServeConfig", "Server"]
 
 log = logging.getLogger("tooliscode.serve")
+_DRAIN_S = 5.0
+"""How long closing waits for requests still being handled."""
 
 _CHAT = ("/v1/chat/completions", "/chat/completions")
 _MODELS = ("/v1/models", "/models")
@@ -78,6 +80,9 @@ class Server(Starting):
         self._httpd.daemon_threads = True
         self._loop: threading.Thread | None = None
         """The thread in `serve_forever`'s loop, while one is."""
+        self._busy = 0
+        """Requests being handled: `close` lets them finish (and log) first, a while."""
+        self._idle = threading.Condition()
 
     @property
     def base_url(self) -> str:
@@ -109,9 +114,16 @@ class Server(Starting):
         if loop is not None and loop is not threading.current_thread():
             self._httpd.shutdown()
         self._httpd.server_close()
+        with self._idle:  # an answer already sent still writes its line to the log
+            self._idle.wait_for(lambda: self._busy == 0, _DRAIN_S)
         self.completer.close()
         if self.request_log is not None:
             self.request_log.close()
+
+    def _handling(self, delta: int) -> None:
+        with self._idle:
+            self._busy += delta
+            self._idle.notify_all()
 
 
 _warmed = threading.Event()
@@ -214,6 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
         entry: dict[str, Any] = {"client": self.client_address[0], "method": self.command,
                                  "path": self.path, "headers": headers_for_log(
                                      self.headers.items())}
+        self.app._handling(1)
         try:
             self._authorize()
             route(entry)
@@ -230,6 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
             entry["ms"] = round((time.monotonic() - started) * 1000, 1)
             if self.app.request_log is not None:
                 self.app.request_log.write(entry)
+            self.app._handling(-1)
 
     def _fail(self, error: ApiError, entry: dict[str, Any]) -> None:
         entry["error"] = error.message
