@@ -15,7 +15,8 @@ its data and little else (8,200 written image pages drop to about 200).
 It fills by size, largest first, and knows a hole from the top of the heap (or from a hole
 too big to matter: one a session rewrites whole anyway) by where allocations land: pieces of
 one chunk come out contiguous, holes do not (dlmalloc merges neighbouring free chunks). Five
-contiguous pieces in a row end a size; they are given back at once.
+contiguous pieces in a row end a size; they are given back at once. Should that never
+happen (another allocator), each size stops at 2 MB and the whole at 16 MB.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ def _tooliscode_fill():
     gc.collect()  # what the warm-up dropped: its holes are filled too
     held, chunk, at = [], None, 1024
     head = sys.getsizeof(b"")  # a bytes of n bytes asks malloc for head + n
+    budget = 16 << 20  # bounds, should the holes never seem to end
     for size in (16384, 8192, 4096, 3072, 2048, 1536, *range(1024, 8, -8)):
         ask = sys.getsizeof(object()) if size <= 16 else head + max(size - 4 - head, 2)
         # a chunk is the request and its 4-byte header, rounded to dlmalloc's alignment
         whole = {max(16, (ask + 4 + 7) & ~7), max(16, (ask + 4 + 15) & ~15)}
-        run = last = taken = 0
-        while taken < 200_000:
+        run = last = 0
+        for _ in range(min(2 << 20, budget) // size):
             if at == 1024:  # holders are never freed: their growth would leave holes
                 chunk, at, run, last = [None] * 1024, 0, 0, 0
                 held.append(chunk)
@@ -43,7 +45,7 @@ def _tooliscode_fill():
             last = where
             chunk[at] = piece
             at += 1
-            taken += 1
+            budget -= size
             if run >= 4:  # the top of the heap, or a hole a session rewrites whole
                 for _ in range(run + 1):
                     at -= 1
