@@ -203,9 +203,9 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
 
     if not pagemap:  # where the kernel's page map cannot be read, pages are compared
         monkeypatch.setattr(pages, "_PAGEMAP", "/nonexistent/pagemap")
-    monkeypatch.setattr(pages, "_POPULATED", PAGE)  # whole runs are faulted in before copying
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
+    monkeypatch.setattr("tooliscode.durable.pages._POPULATED", PAGE)  # runs faulted in first
     memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)  # page-aligned, private: as linear memory
     address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
     memory[:len(base)] = base
