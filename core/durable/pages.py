@@ -7,7 +7,7 @@ which 4 KiB pages were written in one read of a few kilobytes, and only those ar
 Where the page map cannot be read, every page counts as written.
 
 Of a written page over data in the image only the span from the first to the last byte that
-changed is kept (the XOR with the image finds it): an idle session's pages differ from the
+changed is kept (comparing halves with the image finds it): an idle session's pages differ from the
 image in a few pointers and counts, so its snapshot is small and a restore copies spans
 without computing anything. Pages over the image's free (zero) pages and past its end are new
 data, kept whole. Pages past the end never touched are zeros, left out.
