@@ -7,7 +7,7 @@ which 4 KiB pages were written in one read of a few kilobytes, and only those ar
 Where the page map cannot be read, every page counts as written.
 
 Of a written page over data in the image only the span from the first to the last byte that
-changed is kept (the XOR with the image finds it): an idle session's pages differ from the
+changed is kept (comparing halves with the image finds it): an idle session's pages differ from the
 image in a few pointers and counts, so its snapshot is small and a restore copies spans
 without computing anything. Pages over the image's free (zero) pages and past its end are new
 data, kept whole. Pages past the end never touched are zeros, left out.
@@ -33,12 +33,20 @@ SPAN, AS_IS = 0, 1
 """What a run is: the changed span of one page over the image, or whole pages."""
 _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _PROT_READ_WRITE = 0x02, 0x10, 0x20, 0x3
 
+_MADV_POPULATE_WRITE, _POPULATED = 23, 16 * PAGE
+"""Whole runs at least this long are faulted in by one call before they are copied: a page
+fault per 4 KiB page took 7 ms of the 9 ms that copying 11 MB of new pages cost."""
+
 if sys.platform.startswith("linux"):
     _libc = ctypes.CDLL(None, use_errno=True)
     _mmap = _libc.mmap
     _mmap.restype = ctypes.c_void_p
     _mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                       ctypes.c_long]
+    _madvise = _libc.madvise
+    _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+else:
+    _madvise = None
 
 
 @dataclass
@@ -101,18 +109,34 @@ def _spans(memory: memoryview, base: memoryview, start: int, end: int
            ) -> list[tuple[int, int]]:
     """(address, length) from the first to the last byte that differs, for each page of
     [start, end) that differs from the image: a page written back as it was (a count up and
-    down again) has none. The XOR of a page is one number, whose lowest and highest set bits
-    give the span without a pass over its bytes in Python."""
+    down again) has none."""
     out = []
     for at in range(start, end, PAGE):
         # As bytes: comparing the memoryviews themselves goes byte by byte (ten times slower).
         page, image = memory[at:at + PAGE].tobytes(), base[at:at + PAGE].tobytes()
-        if page == image:
-            continue
-        x = int.from_bytes(page, "little") ^ int.from_bytes(image, "little")
-        low = ((x & -x).bit_length() - 1) >> 3
-        out.append((at + low, ((x.bit_length() + 7) >> 3) - low))
+        if page != image:
+            first, last = _edges(page, image)
+            out.append((at + first, last + 1 - first))
     return out
+
+
+def _edges(page: bytes, image: bytes) -> tuple[int, int]:
+    """The first and the last byte where two unequal pages differ: halving with slice
+    compares, a third less time than an XOR of the pages as two integers."""
+    first = _halve(page, image, 0, True)
+    return first, _halve(page, image, first, False)
+
+
+def _halve(a: bytes, b: bytes, low: int, first: bool) -> int:
+    """Where `a` and `b` first (or, not `first`, last) differ in [low, len(a)): they do."""
+    high = len(a)  # what is looked for lies in [low, high)
+    while high - low > 1:
+        mid = (low + high) >> 1
+        if (a[low:mid] == b[low:mid]) if first else (a[mid:high] != b[mid:high]):
+            low = mid
+        else:
+            high = mid
+    return low
 
 
 def _whole(kept: list[tuple[int, int, int]], new: list[memoryview], memory: memoryview,
@@ -167,6 +191,8 @@ def apply(delta: Delta, address: int, size: int) -> None:
             if len(chunk) != length:
                 raise ValueError("the memory delta is cut short")
             at[kind] += length
+            if length >= _POPULATED and _madvise is not None:
+                _madvise(address + start, length, _MADV_POPULATE_WRITE)  # fails harmlessly
             memory[start:end] = chunk
         if at != [len(sources[0]), len(sources[1])]:
             raise ValueError("the memory delta is damaged")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import itertools
 import marshal
 import pickle
 import sys
@@ -245,13 +246,12 @@ def _files(value: Any) -> list[io.IOBase]:
         items = value
     else:
         items = getattr(value, "__dict__", {}).values()
-    found = []
-    for n, item in enumerate(items):
-        if n >= _SCANNED:
-            break
-        if isinstance(item, io.IOBase):
-            found.append(item)
-    return found
+    # By type first: an isinstance against the io.IOBase ABC costs about 1 us an item here,
+    # 8 ms for a list of 10,000 dicts, in the turn that ends every exact restore.
+    scanned = list(itertools.islice(items, _SCANNED))
+    if not any(issubclass(kind, io.IOBase) for kind in set(map(type, scanned))):
+        return []
+    return [item for item in scanned if isinstance(item, io.IOBase)]
 
 
 _SCANNED = 10_000

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
+from . import imageballast
 from .base import GUEST_DIR, GuestSpec, GuestTrap
 from .cache import cache_dir, entry_lock, progress, write_private
 from .imageseeds import MARK_SOURCE, locate_and_save
@@ -126,7 +127,7 @@ class Images:
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
                      _preload_source(self.preload), MARK_SOURCE, self._rt.layout,
-                     spec.boot_source):
+                     spec.boot_source, imageballast.SOURCE):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]
@@ -197,6 +198,7 @@ class Images:
                 instance.turn(_preload_source(self.preload))
                 instance.arm(_BUILD_TIMEOUT_S)
                 warm(instance, spec.boot_reply)
+                instance.turn(imageballast.SOURCE)  # last: a session's objects land together
                 said.clear()
                 instance.turn(MARK_SOURCE)
             except GuestTrap as trap:
