@@ -22,7 +22,6 @@ from typing import Any
 from ..closing import Closing
 from ..durable.envelope import SnapshotError
 from ..durable.keeper import UNRESTORABLE, Keeper
-from ..durable.state import reload
 from ..durable.store import SessionStore
 from ..engine.keyed import KeyedSessions
 from ..engine.limits import Limits
@@ -145,11 +144,8 @@ class CodeTool(Closing):
             return None
         try:
             session = sandbox.session
-            if session is not None and not session.closed and sandbox.ready(toolbox) \
-                    and not session.runtime.turn_based and reload(session, blob):
-                # into the interpreter this worker still has: no new one to boot (a data
-                # runtime's snapshot is the whole interpreter, mapped into a new guest)
-                return None
+            if session is not None and sandbox.ready(toolbox) and self.keeper.reload(session, blob):
+                return None  # into the interpreter this worker still has
             sandbox.adopt(toolbox, lambda: Session.restore(
                 blob, ToolRegistry(toolbox.bind(sandbox)), limits=self.limits,
                 workdir=sandbox.workdir, runtime=self.runtime, announce=False))

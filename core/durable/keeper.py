@@ -21,6 +21,7 @@ from typing import Literal
 
 from ..engine.session import Session
 from .envelope import SnapshotError
+from .state import reload
 from .store import LeaseHeld, SessionStore, StoreUnavailable, version_of
 
 __all__ = ["Keeper", "UNREACHABLE", "UNRESTORABLE"]
@@ -117,6 +118,17 @@ class Keeper:
             self._keys.pop(key, None)
         self.store.delete(key)
 
+    def reload(self, session: Session, blob: bytes) -> bool:
+        """Load the newer snapshot into the session this worker still holds (no new
+        interpreter to boot; see `state.reload`). False where a new session must take it:
+        an exact snapshot, or one this session cannot load (restoring it says why)."""
+        if session.closed or session.runtime.turn_based:
+            return False
+        try:
+            return reload(session, blob, self.key)
+        except SnapshotError:
+            return False
+
     # -- a plain session per key ----------------------------------------------------------------
 
     def checkout(self, key: str, make: Callable[[], Session],
@@ -128,10 +140,13 @@ class Keeper:
         try:
             if entry.session is not None and (notice or self.current(key, version)):
                 return entry.session, None
-            if entry.session is not None:  # another worker moved the conversation on
-                entry.session.close()
-                entry.session = None
             blob = None if notice else self.fetch(key, version)
+            held, entry.session = entry.session, None
+            if held is not None:  # another worker moved the conversation on
+                if blob is not None and self.reload(held, blob):
+                    entry.session = held
+                    return held, None
+                held.close()
             if blob is not None:
                 try:
                     entry.session = restore(blob)

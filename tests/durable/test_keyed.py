@@ -52,6 +52,41 @@ def test_a_conversation_that_comes_back_holds_only_what_the_other_worker_left(tm
         assert reply.text.strip() == "False 2 ['new.txt']", reply.text
 
 
+def test_a_plain_session_that_comes_back_holds_only_the_newer_state(tmp_path):
+    """The same through `Keeper.checkout`, which reloads a session it still holds."""
+    from tooliscode import Session
+    from tooliscode.durable import Keeper
+
+    store = FolderStore(tmp_path / "store")
+    keepers = Keeper(store), Keeper(store)
+    made: list[Session] = []
+
+    def call(keeper: Keeper, code: str) -> str:
+        session, _ = keeper.checkout(
+            "k", lambda: made.append(Session([bump])) or made[-1],
+            lambda blob: made.append(Session.restore(blob, [bump], announce=False))
+            or made[-1])
+        try:
+            result = session.run(code)
+        finally:
+            keeper.checkin("k", wait=True)
+        assert result.ok, result.error
+        return result.stdout.strip()
+
+    try:
+        call(keepers[0], "y = 5\nz = bump(1)\nopen('old.txt', 'w').write('old')")
+        call(keepers[1], "del y\nimport os\nos.remove('old.txt')\nz += 1")
+        held = len(made)
+        seen = call(keepers[0], "import os\nprint('y' in globals(), z, "
+                                "sorted(n for n in os.listdir('.') if n[0] != '.'))")
+        assert seen == "False 102 []"
+        if not made[0].runtime.turn_based:  # loaded into the session it held: none made
+            assert len(made) == held
+    finally:
+        for keeper in keepers:
+            keeper.close()
+
+
 def test_an_evicted_conversation_is_saved_not_lost(tmp_path):
     code = CodeTool([bump], store=FolderStore(tmp_path), max_sessions=1)
     try:
