@@ -57,8 +57,9 @@ class Worker:
             self.proc.wait(30)
 
 
-def _until_leased(folder: Path, key: str) -> None:
-    """Wait until some worker holds `key`'s lease in the folder store (its flock)."""
+def _until_leased(folder: Path, key: str, held: bool = True) -> None:
+    """Wait until some worker holds `key`'s lease in the folder store (its flock), or, with
+    `held=False`, until none does."""
     lock = FolderStore(folder)._path(key, ".lock")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -67,8 +68,14 @@ def _until_leased(folder: Path, key: str) -> None:
                 try:
                     fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    return
-                fcntl.flock(f, fcntl.LOCK_UN)
+                    if held:
+                        return
+                else:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                    if not held:
+                        return
+        elif not held:
+            return
         time.sleep(0.01)
     raise AssertionError(f"no worker took the lease of {key!r}")
 
@@ -113,6 +120,9 @@ def test_a_call_racing_another_worker_waits_for_it(tmp_path, workers):
     b = workers("folder", str(tmp_path))
     key = "race"
     assert a.call(key, "z = 0")["ok"]
+    # The answer comes before the save that holds the lease: the lease to wait for is the
+    # next cell's, not that save's (on a busy machine b would otherwise go between them).
+    _until_leased(tmp_path, key, held=False)
     a.send(key, "import time\ntime.sleep(1.5)\nz += 1")
     _until_leased(tmp_path, key)
     assert b.call(key, "z += 1\nprint(z)")["stdout"] == "2\n"  # after a's cell, not beside it
