@@ -139,10 +139,7 @@ class Sandbox:
         tries again and reports it)."""
         with self._starting:
             if self.session is None and not self._closed:
-                try:
-                    self._start(toolbox)
-                except Exception:  # noqa: BLE001
-                    log.exception("tooliscode: starting a sandbox ahead of time failed")
+                self._start_ahead(toolbox)
 
     def warm(self, toolbox: Toolbox) -> None:
         """`start` on another thread if there is no session yet, so that it is ready by the
@@ -174,10 +171,7 @@ class Sandbox:
                     old, self.session, self._renewal = self.session, None, None
                     if old is not None:
                         old.close()
-                    try:
-                        self._start(toolbox)
-                    except Exception:  # noqa: BLE001 - the run's first cell starts it again
-                        log.exception("tooliscode: starting a sandbox ahead of time failed")
+                    self._start_ahead(toolbox)
                 self._used = False
         finally:
             self.lock.release()
@@ -188,6 +182,14 @@ class Sandbox:
             session, self.session = self.session, None
         if session is not None:
             session.close()
+
+    def _start_ahead(self, toolbox: Toolbox) -> None:
+        """`_start` before any code asks for it: a failure is logged (hold `_starting`), and
+        the first cell tries again and reports it."""
+        try:
+            self._start(toolbox)
+        except Exception:  # noqa: BLE001
+            log.exception("tooliscode: starting a sandbox ahead of time failed")
 
     def _start(self, toolbox: Toolbox) -> None:
         self._renewal = None

@@ -20,7 +20,7 @@ import struct
 import sys
 from dataclasses import dataclass
 
-from ..runtime.pagemap import PAGE, written
+from ..runtime.pagemap import PAGE, runs, written
 
 __all__ = ["AS_IS", "PAGE", "SPAN", "Delta", "apply", "take", "zero", "zero_pages"]
 
@@ -82,13 +82,8 @@ def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes
     pages = len(memory) // PAGE
     written_pages = written(address, len(memory)) or _compared(memory, base)
     free = empty[:pages] + b"\x01" * (pages - len(empty))
-    # Both are one byte (0 or 1) per page; bytes.find jumps between runs at memchr's speed,
-    # a tenth of what a regular expression takes to walk the 20,000 pages of an idle guest.
     out = []
-    end = 0
-    while (at := written_pages.find(1, end)) >= 0:
-        end = written_pages.find(0, at)
-        end = pages if end < 0 else end
+    for at, end in runs(written_pages):
         while at < end:  # cut where the run goes from the image's data to free memory
             kind = free[at]
             cut = free.find(1 - kind, at, end)

@@ -8,7 +8,7 @@ answers None and callers compare contents instead.
 
 from __future__ import annotations
 
-__all__ = ["PAGE", "written"]
+__all__ = ["PAGE", "runs", "written"]
 
 PAGE = 4096
 _PAGEMAP = "/proc/self/pagemap"
@@ -28,3 +28,16 @@ def written(address: int, size: int) -> bytes | None:
     if len(entries) != size // PAGE * 8:
         return None
     return entries[7::8].translate(_WRITTEN)
+
+
+def runs(flags: bytes) -> list[tuple[int, int]]:
+    """[first, end) of each run of 1s in `flags` (one byte per page, 0 or 1). bytes.find
+    jumps between runs at memchr's speed, a tenth of what a regular expression takes to walk
+    the 20,000 pages of an idle guest."""
+    out, at = [], 0
+    while (first := flags.find(1, at)) >= 0:
+        end = flags.find(0, first)
+        end = len(flags) if end < 0 else end
+        out.append((first, end))
+        at = end
+    return out

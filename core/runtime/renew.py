@@ -47,7 +47,7 @@ def capture(address: int, size: int, kept_fds: frozenset[int]) -> Baseline | Non
     if written is None:
         return None
     memory = (ctypes.c_char * size).from_address(address)
-    blob = b"".join(memory[first * PAGE:end * PAGE] for first, end in _runs(written, 1))
+    blob = b"".join(memory[first * PAGE:end * PAGE] for first, end in pagemap.runs(written))
     return Baseline(size, written, blob, kept_fds)
 
 
@@ -65,7 +65,7 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
     try:
         # A page written now is set back to its baseline copy or to the image's page; runs of
         # either go in one copy each (the pages of a run of saved pages lie in order in blob).
-        for first, end in _runs(written, 1):
+        for first, end in pagemap.runs(written):
             at = first
             while at < end:
                 kind = saved[at]
@@ -83,17 +83,6 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
     finally:
         memory.release()
     return True
-
-
-def _runs(flags: bytes, value: int) -> list[tuple[int, int]]:
-    """[first, end) of each run of `value` in `flags` (bytes.find: memchr's speed)."""
-    out, at = [], 0
-    while (first := flags.find(value, at)) >= 0:
-        end = flags.find(1 - value, first)
-        end = len(flags) if end < 0 else end
-        out.append((first, end))
-        at = end
-    return out
 
 
 def empty_folder(folder: Path) -> bool:
