@@ -66,7 +66,8 @@ def next_run():
     spare is ready (started, or renewed on the data runtime)."""
     def take(code, run, tools):
         code.finish(run, tools)
-        for _ in range(500):
+        deadline = time.monotonic() + 60  # a hang guard: a loaded machine may start slowly
+        while time.monotonic() < deadline:
             spare = code.spare
             if spare is not None and spare.ready(tools) and not spare.lock.locked():
                 return code.take()
