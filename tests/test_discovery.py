@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 from golden.refresh import corpus_tools
-from golden.synthetic import BOILERPLATE, ERP_ACTIONS, boilerplate_tools, synthetic_tools
+from golden.synthetic import boilerplate_tools, synthetic_tools
 from tooliscode import Limits, Session, Tool, ToolRegistry
 from tooliscode.prompt.catalog import catalog
 from tooliscode.prompt.codetool import instructions
-from tooliscode.tools.summary import openings, summary
 
 REAL = [t for c in ("mcp_time", "mcp_git", "mcp_filesystem", "github", "openai")
         for t in corpus_tools(c)]
@@ -55,9 +54,17 @@ def test_search_tools_in_the_sandbox(session):
     assert r.value == "['github.create_pull_request_review', 'github.merge_pull_request']"
     assert r.stdout.splitlines()[0].startswith(
         "github.create_pull_request_review(owner: str, repo: str, pull_number: float, body: str,")
-    assert r.stdout.splitlines()[0].endswith("-> Any: Create a review on a pull request")
+    assert r.stdout.splitlines()[0].endswith("= None): Create a review on a pull request")
     r = session.run("search_tools('qqqq zzzz')")
     assert r.value == "[] (no tool matched; try other words)"
+
+
+def test_search_summarises_each_tool_from_its_own_text():
+    with Session(REAL + boilerplate_tools(), limits=Limits(timeout_s=30)) as s:
+        r = s.run("print(search_tools('purchase order', limit=2))")
+    assert sorted(r.stdout.splitlines()) == [
+        "erp.approve_purchase_order(id: str): Approves a pending purchase order.",
+        "erp.create_purchase_order(id: str): Creates a purchase order for a supplier."]
 
 
 def test_help_prints_the_full_stub(session):
@@ -129,60 +136,4 @@ def test_flat_sets_are_grouped_by_their_shared_first_word():
 def test_instructions_carry_the_catalog():
     registry = ToolRegistry([Tool(name="ping", description="Answer pong.")])
     text = instructions(registry)
-    assert text.endswith('def ping() -> Any:\n    """Answer pong."""')
-
-
-def _summaries(text: str) -> dict[str, str]:
-    """Tool name (as listed) -> its summary, from the catalog's `- name...: summary` lines."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("- "):
-            head, _, said = line[2:].partition("): ") if "(" in line else line[2:].partition(": ")
-            out[head.partition("(")[0].rpartition(".")[2]] = said
-    return out
-
-
-@pytest.mark.parametrize("namespace", ["erp", None])
-@pytest.mark.parametrize("others, budget", [
-    (("openai", "mcp_time"), 6_000),  # one line per tool
-    (("openai", "mcp_time", "github", "mcp_git"), 2_500),  # a fair share per group
-    (("openai", "mcp_time", "github", "mcp_git", "mcp_filesystem"), 1_500),
-])
-def test_a_shared_opening_is_shown_once_and_summaries_tell_tools_apart(namespace, others,
-                                                                       budget):
-    tools = [t for c in others for t in corpus_tools(c)] + boilerplate_tools(namespace)
-    text = catalog(ToolRegistry(tools), budget)
-    assert len(text) <= budget and ("Listed " in text) == (budget < 6_000)  # the form meant
-    assert text.count("This tool belongs to the Acme ERP system.") == 1, text
-    assert BOILERPLATE in text
-    said = {name: s for name, s in _summaries(text).items() if name in ERP_ACTIONS}
-    assert len(said) >= 2
-    assert all(s == ERP_ACTIONS[name] for name, s in said.items()), said
-    assert "- get_weather" in text  # the unrelated tools are listed as before
-
-
-def test_in_a_huge_set_a_shared_opening_heads_its_group():
-    text = catalog(ToolRegistry(boilerplate_tools() + REAL + synthetic_tools(1000)))
-    assert len(text) <= 6_000
-    assert f'# erp (12 tools); each description begins: "{BOILERPLATE[:60]}' in text
-    assert "- erp.create_purchase_order: Creates a purchase order for a supplier." in text
-    assert text.count("Acme ERP") == 1
-
-
-def test_openings_are_the_sentences_a_set_of_tools_begins_with():
-    def tool(name, description):
-        return Tool(name=name, description=description)
-
-    tools = [tool("a", "Part of X. Lists things, e.g. files. More."),
-             tool("b", "Part of X. Deletes a thing."),
-             tool("c", "Lists users."),
-             tool("d", "Part of X."),
-             tool("e", "Part of Y. Uses Y. Reads."),
-             tool("f", "Part of Y. Uses Y. Writes."),
-             tool("g", "")]
-    found = [(o.text, [t.name for t in o.tools]) for o in openings(tools)]
-    assert found == [("Part of X.", ["a", "b", "d"]), ("Part of Y. Uses Y.", ["e", "f"])]
-    assert [summary(t, opening="Part of X.") for t in tools[:4]] == [
-        "Lists things, e.g. files.", "Deletes a thing.", "Lists users.", ""]
-    assert summary(tools[4], 10, "Part of Y. Uses Y.") == "Reads."
-    assert summary(tool("h", "Word " * 40), 20) == "Word Word Word…"
+    assert text.endswith('def ping():\n    """Answer pong."""')  # no return type that says nothing

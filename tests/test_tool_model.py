@@ -276,8 +276,8 @@ NOTA = {"type": "function", "function": {
 def test_non_ascii_names_are_what_the_model_reads_and_calls():
     tools = [buscar_pedido, Tool.from_openai(NOTA, function=lambda **kw: kw)]
     text = catalog(ToolRegistry(tools))
-    assert "def buscar_pedido(número_de_pedido: int, detalle: bool = False) -> dict[str, Any]:" \
-        in text and "def añadir_nota(número_de_pedido: int, texto: str) -> Any:" in text
+    assert "def buscar_pedido(número_de_pedido: int, detalle: bool = False):" in text
+    assert "def añadir_nota(número_de_pedido: int, texto: str):" in text
     with Session(tools) as s:
         r = s.run("a = buscar_pedido(número_de_pedido=7)\n"
                   "b = añadir_nota(número_de_pedido=7, texto='urgente')\n"

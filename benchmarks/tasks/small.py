@@ -4,7 +4,7 @@ code-mode model prints the figures and words the answer itself, as models usuall
 
 from __future__ import annotations
 
-import json
+import ast
 import random
 from textwrap import dedent
 from typing import Any
@@ -44,15 +44,12 @@ def task(scale: float = 1.0) -> Task:
         return answer(_converted(got))
 
     cell = dedent("""
-        import asyncio, json
-        eur, jpy = await asyncio.gather(get_exchange_rate(currency="EUR"),
-                                        get_exchange_rate(currency="JPY"))
-        print(json.dumps({"EUR": round(250 / eur["usd_per_unit"], 2),
-                          "JPY": round(250 / jpy["usd_per_unit"], 2)}))
+        rates = {c: get_exchange_rate(currency=c)["usd_per_unit"] for c in ("EUR", "JPY")}
+        print({c: round(250 / r, 2) for c, r in rates.items()})
         """).strip()
     return Task("small results: convert 250 USD", PROMPT,
                 [get_exchange_rate, list_currencies, get_rate_history], plain, [cell],
-                _converted(rates), frozenset({SMALL}), code_reply=json.loads)
+                _converted(rates), frozenset({SMALL}), code_reply=ast.literal_eval)
 
 
 def _converted(rates: dict[str, Any]) -> dict[str, float]:

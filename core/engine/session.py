@@ -391,7 +391,7 @@ def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
     """The guest's requests other than commands: tool calls (for the running cell) and search."""
     if op == "search":
         found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
-        return {"ok": True, "value": [search_entry(t) for t in found]}
+        return {"ok": True, "value": [search_entry(t, registry.summary(t)) for t in found]}
     if cell is not None:
         return cell.handle(op, msg)
     return {"ok": False, "kind": "protocol", "error": "no cell is running"}

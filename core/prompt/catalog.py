@@ -8,9 +8,11 @@ It says as much as fits, richest first:
    share of the budget allows, then how to find the rest (`search_tools`, `help`);
 4. when even that is too long (hundreds of groups), one line of names per group.
 
-In the one-line forms, tools of a group whose descriptions open alike ("This tool belongs to
-the X system.") are listed together under that opening, shown once, and each is summarised
-by what follows it: a summary is there to tell tools apart.
+Tools of a group whose descriptions share boilerplate (an opening such as "This tool belongs
+to the X system. ... Tool description:", a closing note) are listed together under that text,
+shown once, and each is summarised (or, in full stubs, documented) by its own text: a summary
+is there to tell tools apart. Return types that say nothing (`Any`, a bare `dict`) are left
+out; `help(name)` shows them.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dataclasses import dataclass, field
 
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import ToolStub
-from ..tools.summary import clip, openings, summary
+from ..tools.summary import SUMMARY_CHARS, clip, own_text, shared_texts, summary
 from ..tools.tool import Tool
+from .tokens import count_tokens
 
 __all__ = ["catalog"]
 
@@ -34,7 +37,12 @@ _OPENING_CHARS = 240
 """The longest a shared opening is shown; one line for a group, so it may be longer than a
 summary."""
 _SHORT_OPENING = 120
-_NEXT_OPEN = '# The next {n} tools\' descriptions all begin: "{text}"'
+_NEXT_OPEN = '# The next {n} tools\' descriptions begin "{opening}"'
+_NEXT_CLOSE = '# The next {n} tools\' descriptions end "{closing}"'
+_AND_CLOSE = ' and end "{closing}"'
+_WORTH = 60
+"""Characters a shared text must save, over the tools of a group, to be taken out of their
+full stubs and written once (a header costs about this much)."""
 _MIN_PREFIX_GROUP = 3
 _FIRST_WORD = re.compile(r"[^\W_]+?(?=_|[A-Z]|$)")  # a word in any script
 
@@ -46,19 +54,59 @@ class _Group:
     tools: list[Tool] = field(default_factory=list)
     opening: str = ""
     """What every description of the group begins with, shown once; summaries skip it."""
+    closing: str = ""
+    """What every description of the group ends with, shown once; summaries skip it."""
+    lone: dict[int, str] = field(default_factory=dict)
+    """Openings that one tool of the group shares only with tools of other groups, by the
+    tool's id: its summary skips it, and other groups' headers show it."""
+    parts: dict[bool, list[_Group]] = field(default_factory=dict)
+    """`_split`'s answers, by `closings`: each form that is tried needs them."""
+
+    def own(self, tool: Tool) -> str:
+        lone = self.lone.get(id(tool))
+        return own_text(tool, lone) if lone else own_text(tool, self.opening, self.closing)
+
+    def summary(self, tool: Tool, limit: int = SUMMARY_CHARS) -> str:
+        lone = self.lone.get(id(tool))
+        if lone:
+            return summary(tool, limit, lone)
+        return summary(tool, limit, self.opening, self.closing)
+
+    def header(self, limit: int = _OPENING_CHARS) -> str | None:
+        """The line above the group's tools that holds its shared text."""
+        n, closing = len(self.tools), clip(self.closing, limit)
+        if self.opening:
+            head = _NEXT_OPEN.format(n=n, opening=clip(self.opening, limit))
+            return head + (_AND_CLOSE.format(closing=closing) if closing else "")
+        return _NEXT_CLOSE.format(n=n, closing=closing) if closing else None
 
 
-def catalog(registry: ToolRegistry, budget_chars: int = 6_000) -> str:
-    """The tools as the model should first see them, in at most `budget_chars` characters."""
+def catalog(registry: ToolRegistry, budget_chars: int = 6_000,
+            budget_tokens: int | None = None) -> str:
+    """The tools as the model should first see them, in at most `budget_chars` characters
+    and `budget_tokens` tokens, by default a quarter of the characters (counted as the
+    model's tokenizer does, see `count_tokens`: names and signatures run to more tokens per
+    character than prose)."""
     tools = [t for t in registry if not t.metadata.get("hidden")]
     if not tools:
         return "(no tools)"
     groups = _by_namespace(tools)
+    limit = budget_chars // 4 if budget_tokens is None else budget_tokens
+    for _ in range(4):
+        text = _within(groups, len(tools), budget_chars)
+        tokens = count_tokens(text)
+        if tokens <= limit:
+            break
+        budget_chars = int(budget_chars * limit / tokens * 0.98)
+    return text
+
+
+def _within(groups: list[_Group], total: int, budget_chars: int) -> str:
     for render in (_full_stubs, _one_line_each):
         text = render(groups, budget_chars)
         if text is not None:
             return text
-    return _fair_share(_by_prefix(_by_opening(groups)), len(tools), budget_chars)
+    return _fair_share(_by_prefix(_by_opening(groups)), total, budget_chars)
 
 
 def _by_namespace(tools: list[Tool]) -> list[_Group]:
@@ -77,17 +125,17 @@ def _by_prefix(groups: list[_Group]) -> list[_Group]:
     set still shows its structure. Tools that share an opening stay together."""
     out: list[_Group] = []
     for group in groups:
-        if group.namespace is not None or group.opening:
+        if group.namespace is not None or group.opening or group.closing:
             out.append(group)
             continue
         by_word: dict[str, list[Tool]] = {}
         for tool in group.tools:
             word = _FIRST_WORD.match(tool.python_name)
             by_word.setdefault(word.group(0).lower() if word else "", []).append(tool)
-        rest = _Group("other tools", None)
+        rest = _Group("other tools", None, lone=group.lone)
         for word, members in by_word.items():
             if word and len(members) >= _MIN_PREFIX_GROUP and len(members) < len(group.tools):
-                out.append(_Group(f"{word}_*", None, members))
+                out.append(_Group(f"{word}_*", None, members, lone=group.lone))
             else:
                 rest.tools += members
         if rest.tools:
@@ -100,16 +148,26 @@ def _by_opening(groups: list[_Group]) -> list[_Group]:
     return [part for group in groups for part in _split(group)]
 
 
-def _split(group: _Group) -> list[_Group]:
-    """The group's tools that share an opening moved into a group of their own, after the
-    rest of it: a block that ends where the group does."""
-    shared = openings(group.tools)
+def _split(group: _Group, closings: bool = False) -> list[_Group]:
+    """The group's tools that share an opening (or, if `closings`, only a closing) moved into
+    groups of their own, after the rest of it: blocks that end where the group does. A
+    closing alone changes no summary: only full stubs, which it would repeat, take it out."""
+    if closings not in group.parts:
+        group.parts[closings] = _parts(group, closings)
+    return group.parts[closings]
+
+
+def _parts(group: _Group, closings: bool) -> list[_Group]:
+    shared = shared_texts(group.tools, closings=closings)
     if not shared:
         return [group]
-    inside = {id(t) for o in shared for t in o.tools}
-    rest = [t for t in group.tools if id(t) not in inside]
-    parts = [_Group(group.label, group.namespace, rest)] if rest else []
-    return parts + [_Group(group.label, group.namespace, o.tools, o.text) for o in shared]
+    lone = {id(o.tools[0]): o.opening for o in shared if len(o.tools) == 1}
+    inside = {id(t) for o in shared for t in o.tools if len(o.tools) > 1}
+    rest = _Group(group.label, group.namespace,
+                  [t for t in group.tools if id(t) not in inside], lone=lone)
+    return [rest] * bool(rest.tools) + [
+        _Group(group.label, group.namespace, o.tools, o.opening, o.closing)
+        for o in shared if len(o.tools) > 1]
 
 
 def _heading(group: _Group) -> list[str]:
@@ -124,16 +182,22 @@ def _full_stubs(groups: list[_Group], budget: int) -> str | None:
     used = 0
     for group in groups:
         new = _heading(group)
-        for tool in group.tools:
-            built = ToolStub.of(tool)
-            new += [s for s in built.classes.values() if s not in seen]
-            seen.update(built.classes.values())  # a shape several tools share is written once
-            new.append(built.function(header=False))
-            used += sum(len(b) + 2 for b in new)
-            if used > budget:
-                return None
-            blocks += new
-            new = []
+        for part in _split(group, closings=True):
+            shared = len(part.opening) + len(part.closing)
+            header = part.header() if (len(part.tools) - 1) * shared > _WORTH else None
+            if header is not None:
+                new.append(header)
+            for tool in part.tools:
+                built = ToolStub.of(tool)
+                new += [s for s in built.classes.values() if s not in seen]
+                seen.update(built.classes.values())  # a shape several tools share: once
+                new.append(built.function(header=False, brief=True,
+                                          description=part.own(tool) if header else None))
+                used += sum(len(b) + 2 for b in new)
+                if used > budget:
+                    return None
+                blocks += new
+                new = []
     return "\n\n".join(blocks)
 
 
@@ -143,10 +207,10 @@ def _one_line_each(groups: list[_Group], budget: int) -> str | None:
     for group in groups:
         head = _heading(group)  # once, above all its parts
         for part in _split(group):  # a group at a time: the budget may run out early
-            if part.opening:
-                head.append(_NEXT_OPEN.format(n=len(part.tools),
-                                              text=clip(part.opening, _OPENING_CHARS)))
-            lines_of_part = (_brief_line(t, part.opening) for t in part.tools)
+            header = part.header()
+            if header is not None:
+                head.append(header)
+            lines_of_part = (_brief_line(t, part) for t in part.tools)
             for line in itertools.chain(head, lines_of_part):  # lazily: may stop early
                 used += len(line) + 1
                 if used > budget:
@@ -156,20 +220,20 @@ def _one_line_each(groups: list[_Group], budget: int) -> str | None:
     return "\n".join([*lines, _LINE_HELP])
 
 
-def _brief_line(tool: Tool, opening: str) -> str:
-    text = summary(tool, opening=opening)
+def _brief_line(tool: Tool, part: _Group) -> str:
+    text = part.summary(tool)
     return f"- {ToolStub.of(tool).brief()}" + (f": {text}" if text else "")
 
 
 def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
     """Every group named with its size; tool lines added one per group per round."""
     footer = _FIND_MORE.format(shown=total, total=total)
-    heads = [f"# {g.label} ({len(g.tools)} tools)" + (
+    heads = [f"# {g.label} ({_plural(len(g.tools), 'tool')})" + (
         f'; each description begins: "{clip(g.opening, _SHORT_OPENING)}"' if g.opening else "")
         for g in groups]
     tails = [f"  ... and {len(g.tools)} more" for g in groups]  # the longest a tail can be
     room = budget - len(footer) - sum(len(h) + len(t) + 2 for h, t in zip(heads, tails))
-    if room < sum(len(_line(g.tools[0], g.opening)) + 1 for g in groups):  # not one each
+    if room < sum(len(_line(g.tools[0], g)) + 1 for g in groups):  # not one each
         return _names_only(groups, total, budget)
     shown: list[list[str]] = [[] for _ in groups]
     progress = True
@@ -178,7 +242,7 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
         for i, group in enumerate(groups):
             n = len(shown[i])
             if n < len(group.tools):
-                line = _line(group.tools[n], group.opening)
+                line = _line(group.tools[n], group)
                 if len(line) + 1 <= room:
                     shown[i].append(line)
                     room -= len(line) + 1
@@ -192,9 +256,13 @@ def _fair_share(groups: list[_Group], total: int, budget: int) -> str:
     return "\n".join([*lines, _FIND_MORE.format(shown=count, total=total)])
 
 
-def _line(tool: Tool, opening: str = "") -> str:
-    text = summary(tool, _SHORT_SUMMARY, opening)
+def _line(tool: Tool, group: _Group) -> str:
+    text = group.summary(tool, _SHORT_SUMMARY)
     return f"- {tool.qualified_name}" + (f": {text}" if text else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _names_only(groups: list[_Group], total: int, budget: int) -> str:

@@ -19,28 +19,24 @@ CODE_TOOL_NAME = "run_python"
 
 CODE_TOOL_SCHEMA: dict = {
     "type": "object",
-    "properties": {
-        "code": {"type": "string",
-                 "description": "Python source to run in the persistent session."},
-    },
+    "properties": {"code": {"type": "string"}},
     "required": ["code"],
     "additionalProperties": False,
 }
+"""The arguments: one string, named for what it is (a description would be sent on every
+model call and tell the model nothing more)."""
 
 _GUIDE = """\
-`{name}` runs {python} in a sandboxed session that persists for the whole conversation:
-variables, functions and imports stay defined between calls. The tools below are Python
-functions already defined there; call them directly, for example `rows = some_tool(arg=1)`.
-Do the work in code: loop, filter, join and aggregate tool results there, and print only what
-you need, since a tool's result reaches you only through what you print or the value of the
-last expression. A result without a declared type is plain JSON data (dicts, lists, strings):
-look at its shape first, e.g. `print(type(r), len(r), str(r)[:300])`, then process all of it.
-Independent calls run concurrently with `await asyncio.gather(tool_a(...), tool_b(...))`;
-in async code (a cell that uses `await` included) every tool call must be awaited.
-A failed call raises `ToolError`. `search_tools("words")` finds tools by name and description,
-`help(tool)` shows one in full, and `final_answer(value)` ends the run with that value as the
-answer. The working directory /session is readable and writable and keeps its files; there is
-no network access."""
+`{name}` runs {python} in a sandbox where variables, imports and files in /session persist \
+across calls. Call the tools below as functions, process their results in code and print only \
+what you need. `await asyncio.gather(...)` runs calls concurrently; `final_answer(value)` ends \
+the run with that value as the answer."""
+"""The fixed guide, sent on every model call, so it holds only what the model needs before
+its first cell. The rest reaches it where it applies (the README's table lists each fact and
+where): the catalog's last line names `help` and `search_tools` when the catalog is not
+complete, a failed call's error names `ToolError`, a tool call left unawaited in async code
+gets an error or warning saying so, a cut output says where the full text is, and a sandbox
+rule's error says which rule."""
 
 LLM_QUERY_NOTE = ("`llm_query(prompt: str) -> str` asks a language model and returns its text "
                   "reply: use it to summarise, classify or extract from text inside your code "
@@ -53,11 +49,9 @@ FIGURES_NOTE = ("Matplotlib figures left open at the end of a cell, or shown wit
 
 
 def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) -> str:
-    """The tool description: short, since the instructions carry the catalog."""
-    count = len(registry)
-    return (f"Run Python code in a persistent sandbox where {count} tool"
-            f"{' is' if count == 1 else 's are'} callable as Python functions. "
-            "Print what you need to see.")
+    """The tool description: short, since it is sent on every call and the instructions
+    carry the guide and the catalog."""
+    return "Run Python in the persistent sandbox where the tools are functions."
 
 
 def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
@@ -76,4 +70,4 @@ def instructions(registry: ToolRegistry, name: str = CODE_TOOL_NAME,
 
 def with_catalog(guide: str, registry: ToolRegistry, budget_chars: int = 6_000) -> str:
     """`guide` followed by the tool catalog: the system prompt part of every code tool."""
-    return f"{guide}\n\nTools:\n\n{catalog(registry, budget_chars)}"
+    return f"{guide}\n\n{catalog(registry, budget_chars)}"

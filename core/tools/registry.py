@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .search import SearchIndex
+from .summary import own_summaries, summary
 from .tool import Tool, as_tool
 
 __all__ = ["ToolRegistry"]
@@ -19,6 +20,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._guest: dict[str, Tool] = {}
         self._index: SearchIndex | None = None
+        self._summaries: dict[str, str] | None = None
         self._namespaces: set[str] = set()
         for item in tools:
             self.add(as_tool(item))
@@ -42,7 +44,7 @@ class ToolRegistry:
         self._guest[qualified] = tool
         if tool.namespace:
             self._namespaces.add(tool.namespace)
-        self._index = None
+        self._index = self._summaries = None
 
     def get(self, name: str) -> Tool | None:
         """By the host name (what the guest sends over the channel)."""
@@ -60,6 +62,13 @@ class ToolRegistry:
     @property
     def namespaces(self) -> list[str]:
         return sorted(self._namespaces)
+
+    def summary(self, tool: Tool) -> str:
+        """The tool's one-line summary from its own text: its description's first sentence
+        after the opening it shares with other tools of its namespace."""
+        if self._summaries is None:
+            self._summaries = own_summaries(self)
+        return self._summaries.get(tool.name) or summary(tool)
 
     def search(self, query: str, limit: int = 10) -> list[Tool]:
         """Tools ranked by how well their names and descriptions match `query`."""

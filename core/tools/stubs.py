@@ -7,6 +7,7 @@ how a call binds: parameter order, names, defaults and which `None`s mean "not g
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 
 _WIDTH = 100
 _DOC_WIDTH = 92  # inside a docstring indented by 4, so lines stay under _WIDTH
+_ANY_DICT = "dict[str, Any]"
+_SAYS_NOTHING = frozenset({"Any", _ANY_DICT, "object"})
+"""Return types that tell the model nothing it does not assume: left out where space counts."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,19 @@ class ToolStub:
 
     @classmethod
     def of(cls, tool: Tool) -> ToolStub:
+        """The tool's stub, kept on the tool while what it is made from stays the same (see
+        `guest_spec`): catalogs, specs and searches all need it."""
+        key = _made_from(tool)
+        cached = tool.__dict__.get("_stub")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        built = cls._build(tool)
+        # The schemas are held too, so their ids cannot be reused by new ones.
+        tool.__dict__["_stub"] = (key, built, tool.parameters, tool.output_schema)
+        return built
+
+    @classmethod
+    def _build(cls, tool: Tool) -> ToolStub:
         writer = TypeWriter(tool.parameters)
         owner = pascal(tool.python_name)
         props, required, extra = _root_shape(tool.parameters)
@@ -92,18 +109,27 @@ class ToolStub:
             returns = writer.annotation(tool.output_schema, hint)
         return cls(tool, tuple(params), kwargs, open_, returns, writer.classes)
 
-    def signature(self, name: str | None = None) -> str:
-        """`name(a: int, b: str = 'x') -> R` on one line; `name` defaults to the qualified one."""
-        return f"{name or self.tool.qualified_name}({', '.join(self._parts())}) -> {self.returns}"
+    @property
+    def telling_returns(self) -> str:
+        """The return annotation, or "" when it says nothing (`Any`, a bare `dict`)."""
+        return "" if self.returns in _SAYS_NOTHING else self.returns
+
+    def signature(self, name: str | None = None, brief: bool = False) -> str:
+        """`name(a: int, b: str = 'x') -> R` on one line; `name` defaults to the qualified one.
+        `brief` leaves out a return type that says nothing."""
+        returns = self.telling_returns if brief else self.returns
+        tail = f" -> {returns}" if returns else ""
+        return f"{name or self.tool.qualified_name}({', '.join(self._parts())}){tail}"
 
     def brief(self) -> str:
-        """`name(a: int, b=None)`: required parameters typed, optional ones by name only."""
+        """`name(a: int, b=None)`: required parameters typed, optional ones by name only, and
+        the return type when it says something."""
         parts = [p.source() if p.default is None else f"{p.name}={p.default}"
                  for p in self.params]
         if self.kwargs:
             parts.append("**kwargs")
-        tail = "" if self.returns == "Any" else f" -> {self.returns}"
-        return f"{self.tool.python_name}({', '.join(parts)}){tail}"
+        tail = f" -> {self.telling_returns}" if self.telling_returns else ""
+        return f"{self.tool.python_name}({', '.join(parts)}){tail}".replace(_ANY_DICT, "dict")
 
     def source(self, header: bool = True) -> str:
         """The classes it needs, then `def` with a docstring: what `help(tool)` prints."""
@@ -111,17 +137,25 @@ class ToolStub:
         blocks.append(self.function(header))
         return "\n\n".join(blocks)
 
-    def function(self, header: bool = True) -> str:
+    def function(self, header: bool = True, description: str | None = None,
+                 brief: bool = False) -> str:
+        """`def` with a docstring. `description` replaces the tool's (the catalog gives its
+        own text, a group's shared text shown once above it). `brief`, for the catalog, spends
+        no tokens on what says nothing: a return type such as `Any`, `[str, Any]` after
+        `dict`, lines folded to a width."""
         name = self.tool.python_name
-        one_line = f"def {self.signature(name)}:"
-        if len(one_line) <= _WIDTH:
+        one_line = f"def {self.signature(name, brief)}:"
+        if len(one_line) <= _WIDTH or brief:
             head = one_line
         else:
             inner = "".join(f"\n    {part}," for part in self._parts())
             head = f"def {name}({inner}\n) -> {self.returns}:"
+        if brief:
+            head = head.replace(_ANY_DICT, "dict")
         if header and self.tool.namespace:
             head = f"# {self.tool.qualified_name}\n{head}"
-        doc = self._doc()
+        doc = self._doc(self.tool.description if description is None else description,
+                        fold=not brief)
         return f"{head}\n    {docstring(doc, '    ')}" if doc else f"{head} ..."
 
     def _parts(self) -> list[str]:
@@ -130,17 +164,36 @@ class ToolStub:
             parts.append(f"**{_unique('kwargs', {p.name for p in self.params})}: {self.kwargs}")
         return parts
 
-    def _doc(self) -> str:
-        parts = [_wrap(line) for line in (self.tool.description or "").strip().splitlines()]
-        args = [_wrap(f"{p.name}: {p.doc}", "    ") for p in self.params if p.doc]
+    def _doc(self, description: str, fold: bool = True) -> str:
+        wrap = _wrap if fold else lambda line, indent="": indent + line
+        lines = (description or "").strip().splitlines()
+        parts = [wrap(line) for line in (lines if fold else _unfolded(lines))]
+        args = [wrap(f"{p.name}: {p.doc}", "    ") for p in self.params if p.doc]
         if self.kwargs:
             args.append("    **kwargs: other keys, passed on as given.")
         if args:
             parts += ["", "Args:", *args] if parts else ["Args:", *args]
         out = describe(self.tool.output_schema) if self.tool.output_schema else ""
         if out:
-            parts += ["", "Returns:", _wrap(out, "    ")]
+            parts += ["", "Returns:", wrap(out, "    ")]
         return "\n".join(parts)
+
+
+_OWN_LINE = re.compile(r"\s|[-*•#|>]|\d+[.)]\s|$")
+"""How a line starts that is not the rest of the sentence above: indented, a list item, a
+heading, a table row, or blank."""
+
+
+def _unfolded(lines: list[str]) -> list[str]:
+    """Lines folded to a width joined back into one line per paragraph; lists, indented
+    blocks and headed sections keep their lines."""
+    out: list[str] = []
+    for line in lines:
+        if out and out[-1].strip() and not out[-1].endswith(":") and not _OWN_LINE.match(line):
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return out
 
 
 def _wrap(line: str, indent: str = "") -> str:
@@ -201,10 +254,11 @@ def stub(tool: Tool) -> str:
     return ToolStub.of(tool).source()
 
 
-def search_entry(tool: Tool) -> dict[str, str]:
-    """What `search_tools` returns for one tool."""
-    return {"name": tool.qualified_name, "signature": ToolStub.of(tool).signature(),
-            "summary": summary(tool)}
+def search_entry(tool: Tool, said: str | None = None) -> dict[str, str]:
+    """What `search_tools` returns for one tool; `said` is its summary when known (from
+    `ToolRegistry.summary`, which leaves out boilerplate shared with other tools)."""
+    return {"name": tool.qualified_name, "signature": ToolStub.of(tool).signature(brief=True),
+            "summary": summary(tool) if said is None else said}
 
 
 def guest_spec(tool: Tool) -> dict[str, Any]:
@@ -214,14 +268,20 @@ def guest_spec(tool: Tool) -> dict[str, Any]:
     are the same ones: every new session (one per conversation) needs the specs of all its
     tools. A schema changed in place is not noticed; assign a new dict instead.
     """
-    key = (tool.name, tool.description, tool.namespace, tool.python_name,
-           id(tool.parameters), id(tool.output_schema))
+    key = _made_from(tool)
     cached = tool.__dict__.get("_guest_spec")
     if cached is not None and cached[0] == key:
         return cached[1]
     spec = _spec(tool)
     tool.__dict__["_guest_spec"] = (key, spec)
     return spec
+
+
+def _made_from(tool: Tool) -> tuple[Any, ...]:
+    """What a tool's stub and spec are made from; a schema by identity, as comparing it
+    would cost as much as making them again."""
+    return (tool.name, tool.description, tool.namespace, tool.python_name,
+            id(tool.parameters), id(tool.output_schema))
 
 
 def _spec(tool: Tool) -> dict[str, Any]:

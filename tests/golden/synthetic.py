@@ -63,3 +63,80 @@ def boilerplate_tools(namespace: str | None = "erp") -> list[Tool]:
                  parameters={"type": "object", "required": ["id"],
                              "properties": {"id": {"type": "string"}}})
             for name, action in ERP_ACTIONS.items()]
+
+
+FS_OPENING = ("This tool belongs to the Harbor file system. It is a simple file system that lets "
+              "users work with files and folders, e.g. navigating directories, creating, reading "
+              "and writing files, etc. Tool description:")
+FS_ACTIONS = {
+    "pwd": "Return the current working directory path.",
+    "ls": "List the contents of the current directory. Hidden files are left out unless asked.",
+    "cd": "Change the current working directory to the given folder, e.g. 'docs' or '..'.",
+    "mkdir": "Create a new directory in the current directory.",
+    "touch": "Create a new, empty file in the current directory.",
+    "echo": "Write content to a file in the current directory, or return it when no file "
+            "is given.",
+    "cat": "Display the contents of a file in the current directory.",
+    "find": "Find files and directories whose names contain a given string, etc. in a "
+            "directory tree.",
+    "wc": "Count the lines, words or characters of a file.",
+    "sort": "Sort the lines of a file alphabetically.",
+    "grep": "Search for lines in a file that contain a pattern.",
+    "du": "Estimate the disk usage of a directory and its contents.",
+    "tail": "Display the last lines of a file.",
+    "diff": "Compare two files line by line.",
+    "mv": "Move a file or directory to another place, or rename it.",
+    "rm": "Remove a file or directory.",
+    "rmdir": "Remove an empty directory.",
+    "cp": "Copy a file or directory to another place.",
+}
+"""Own texts; the first sentences of `ls` and `rm` begin like other tools' (`List`, `Remove`)."""
+FS_SHORT_OPENING = "This tool belongs to the Harbor file system. Tool description:"
+FS_SHORT = {"cp", "rmdir"}
+"""Tools of the set whose descriptions carry only part of the opening, as happens when a
+server's tools were written at different times."""
+
+
+def file_system_tools() -> list[Tool]:
+    """18 tools of one file-system server whose descriptions all open with the same two
+    sentences (the second with "e.g." and "etc." in it) and a label; two of them with only
+    the first sentence and the label."""
+    return [Tool(name=name, description=f"{FS_SHORT_OPENING if name in FS_SHORT else FS_OPENING} "
+                                        f"{action}",
+                 parameters={"type": "object", "properties": {"path": {"type": "string"}}})
+            for name, action in FS_ACTIONS.items()]
+
+
+TICKET_CLOSING = "Requires a logged-in session: call login first."
+TICKET_ACTIONS = {
+    "create_ticket": "Create a ticket with a title, a description and a priority from 1 to 5.",
+    "get_ticket": "Get one ticket by its id.",
+    "close_ticket": "Close a ticket.",
+    "resolve_ticket": "Resolve a ticket with a resolution note.",
+    "edit_ticket": "Change the fields of a ticket.",
+    "list_tickets": "List the tickets the user created, newest first.",
+    "add_comment": "Add a comment to a ticket.",
+    "assign_ticket": "Assign a ticket to a support agent.",
+}
+
+
+def ticket_tools(label: str = "Ticket API:") -> list[Tool]:
+    """8 tools whose descriptions open with a label and end with the same note."""
+    return [Tool(name=name, description=f"{label} {action} {TICKET_CLOSING}",
+                 parameters={"type": "object", "properties": {"id": {"type": "integer"}}})
+            for name, action in TICKET_ACTIONS.items()]
+
+
+ALLOWED_CLOSING = "Only works inside the notes folder."
+CLOSING_ACTIONS = {
+    "read_note": "Read a note file.",
+    "write_note": "Write a note file, replacing it.",
+    "list_notes": "List the note files of a folder.",
+    "make_folder": "Make a folder and its parents.",
+}
+
+
+def closing_tools() -> list[Tool]:
+    """4 tools that share only a closing note."""
+    return [Tool(name=name, description=f"{action} {ALLOWED_CLOSING}")
+            for name, action in CLOSING_ACTIONS.items()]
