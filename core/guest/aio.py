@@ -22,6 +22,8 @@ __all__ = ["HostLoop", "install", "start_call"]
 
 _pending: dict[int, asyncio.Future] = {}
 """Futures of host calls started and not yet answered, by call id."""
+_started: list[asyncio.Future] = []
+"""Futures of host calls started in this cell, answered or not."""
 
 
 class _HostSelector:
@@ -88,6 +90,7 @@ async def _awaited(future: asyncio.Future) -> Any:
 
 def start_call(name: str, args: dict[str, Any], future: asyncio.Future) -> None:
     """Start a host call for `future` without waiting for it."""
+    _started.append(future)
     reply = channel.request({"op": "start", "name": name, "args": args})
     if not reply.get("ok"):
         from .tools import tool_error
@@ -97,12 +100,18 @@ def start_call(name: str, args: dict[str, Any], future: asyncio.Future) -> None:
     _pending[reply["id"]] = future
 
 
-def cancel_all() -> None:
-    """Tell the host to drop calls nobody will wait for (at a cell's end)."""
+def cancel_all() -> list[str]:
+    """Tell the host to drop calls nobody will wait for (at a cell's end). Returns the names
+    of the cell's calls that the code never awaited nor handed on (see
+    `ToolCallFuture._used`): their results were lost, whether or not they had come."""
+    forgotten = [getattr(f, "_tool_name", "tool") for f in _started
+                 if not getattr(f, "_used", True)]
+    _started.clear()
     if _pending:
         ids = list(_pending)
         _pending.clear()
         channel.request({"op": "cancel", "ids": ids})
+    return forgotten
 
 
 class _Policy(asyncio.DefaultEventLoopPolicy):

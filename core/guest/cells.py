@@ -65,7 +65,14 @@ _HINTS = {
               "standard library's, no threads, processes or network).",
     "memory": "The session's memory limit was reached. Objects still referenced by variables "
               "keep their memory: `del` large ones you no longer need, or work in smaller pieces.",
+    "tool": "A failed tool call raises `ToolError`; `except ToolError as e:` catches it.",
+    "arguments": "help({tool}) prints the tool in full: its parameters and what they mean.",
+    "await": "In async code a tool call returns an awaitable: write `await tool(...)` (or "
+             "`await asyncio.gather(...)` over several) to get the values.",
 }
+_told_tool_error = False
+"""Whether a failed tool call was explained already: the first one's error names `ToolError`
+(the guide no longer does)."""
 
 
 OUT_OF_MEMORY = "MemoryError\n[sandbox] " + _HINTS["memory"] + "\n"
@@ -82,7 +89,19 @@ def describe_failure(exc: BaseException) -> dict[str, Any]:
 
 
 def sandbox_hint(exc: BaseException) -> str | None:
-    """A sentence saying which sandbox rule an error comes from, if it obviously does."""
+    """A sentence saying which sandbox rule an error comes from, if it obviously does, or what
+    the model needs to know to act on it: how to read a tool's parameters after a bad call,
+    that failed calls raise `ToolError` (the first time), to await calls in async code."""
+    global _told_tool_error
+    from .tools import ToolArgumentError, ToolError
+
+    if isinstance(exc, ToolArgumentError):
+        return _HINTS["arguments"].format(tool=str(exc).partition("(")[0] or "tool")
+    if isinstance(exc, ToolError) and not _told_tool_error:
+        _told_tool_error = True
+        return _HINTS["tool"]
+    if isinstance(exc, TypeError) and "ToolCallFuture" in str(exc):
+        return _HINTS["await"]
     if isinstance(exc, MemoryError):
         return _HINTS["memory"]
     if isinstance(exc, ModuleNotFoundError) and exc.name in _NO_MODULES:
@@ -245,6 +264,15 @@ def _compile_keeping_value(code: str, filename: str) -> Any:
     return compile(tree, filename, "exec", flags=_FLAGS, dont_inherit=True)
 
 
+def _forgotten(names: list[str]) -> str:
+    """The warning for tool calls started in async code and never awaited."""
+    shown = ", ".join(f"{n}(...)" for n in dict.fromkeys(names))
+    many = len(names) > 1
+    return (f"RuntimeWarning: {len(names)} tool call{'s' * many} made in async code "
+            f"{'were' if many else 'was'} never awaited, so {'their results were' if many else 'its result was'} "
+            f"lost ({shown}). " + _HINTS["await"] + "\n")
+
+
 class CellRunner:
     """One interpreter's user namespace and the cells run in it."""
 
@@ -337,8 +365,9 @@ class CellRunner:
                 except Exception:  # noqa: BLE001
                     pass
             aio = sys.modules.get("tooliscode_guest.aio")
-            if aio is not None:
-                aio.cancel_all()
+            forgotten = aio.cancel_all() if aio is not None else []
+            if forgotten and result["ok"]:  # a failed cell's error says what to fix first
+                err.write(_forgotten(forgotten))
         if out.total:
             result["stdout"] = out.result()
         if err.total:

@@ -77,6 +77,21 @@ def _make_future_class() -> type:
         """A started tool call; `await` it (or gather it) for the value."""
 
         _tool_name = "tool"
+        _used = False
+        """Awaited, or handed to something that waits for it (gather, wait, a task): a call
+        still running at the cell's end without that was forgotten, and the model is told."""
+
+        def __await__(self) -> Any:
+            self._used = True
+            return super().__await__()
+
+        def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
+            self._used = True
+            super().add_done_callback(fn, context=context)
+
+        def result(self) -> Any:
+            self._used = True
+            return super().result()
 
         def _misuse(self, *_: Any, **__: Any) -> Any:
             raise TypeError(

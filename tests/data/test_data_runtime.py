@@ -114,3 +114,26 @@ def test_missing_package_is_a_clear_error():
                          timeout=120)
     assert "ERROR:" in out.stdout, out.stderr
     assert "pip install 'tooliscode[data]'" in out.stdout
+
+
+def test_a_silent_cell_describes_data_objects_as_data(data_session):
+    """What a model would print next (`df.head()`, `arr.shape`) is said at once."""
+    from tooliscode.prompt.render import render
+
+    text = render(data_session.run(
+        "import numpy as np, pandas as pd\n"
+        "df = pd.DataFrame({'region': ['eu', 'us'] * 500, 'rep': ['a'] * 1000, 'total': 1.5})\n"
+        "wide = pd.DataFrame(np.ones((3, 8)))\narr = np.zeros((20, 3), dtype=np.float32)\n"
+        "col = df['total']\nmean = df['total'].mean()\nrows = df.to_dict('records')"))
+    for part in ("df = DataFrame of 1,000 rows x 3 columns ('region', 'rep', 'total')",
+                 "wide = DataFrame of 3 rows x 8 columns (0, 1, 2, 3, 4, 5, ...)",
+                 "arr = ndarray of shape (20, 3), dtype float32",
+                 "col = Series 'total' of 1,000 items, dtype float64",
+                 "mean = 1.5 (float64)",
+                 "rows = list of 1,000 items, the first a dict of 3 keys ('region', 'rep', 'total')"):
+        assert part in text, text
+    # a look-alike that cannot answer is named only, and the cell is not failed
+    looks = render(data_session.run(
+        "class DataFrame:\n    shape = property(lambda self: 1 / 0)\n"
+        "DataFrame.__module__ = 'pandas'\nfake = DataFrame()"))
+    assert "fake = <DataFrame object>" in looks
