@@ -1,5 +1,6 @@
 """The token-economy bench on reduced data: both transcripts answer right, and code mode needs
-fewer tokens (a large result) and fewer round trips (a chain of lookups)."""
+fewer tokens (a large result, a conversation over a stateful backend), fewer round trips (a
+chain of lookups, a conversation), and little more where results are small."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from tasks import logs, workflow
+from tasks import filesystem, logs, small, tickets, workflow
 from tasks.base import Result, received
+from tasks.conversation import run, transcript_seen
 from tasks.transcript import run_task
+from tooliscode import ToolRegistry
+from tooliscode.prompt.codetool import instructions
 from tooliscode.prompt.tokens import ContextCounter, count_tokens
+from tooliscode.runtime import python_note
 
 
 def test_large_result_costs_the_plain_side_and_not_code_mode():
@@ -56,3 +63,51 @@ def test_counter_counts_what_each_request_sends():
     parts = ['[{"type": "function", "name": "f"}]', "be brief", "hi", "f{}", '{"a": 1}']
     assert ContextCounter().request(body) == sum(map(count_tokens, parts))
     assert [[r.value for r in turn] for turn in received(body["input"])] == [[{"a": 1}]]
+
+
+@pytest.mark.parametrize("make", [filesystem.conversation, tickets.conversation])
+def test_a_conversation_over_a_stateful_backend_costs_a_quarter(make):
+    conversation = make()
+    outcome = run(conversation)
+    assert outcome.plain.correct and outcome.code.correct, (outcome.plain.problems,
+                                                            outcome.code.problems)
+    assert len(conversation.turns) >= 5 and len(outcome.code.answer) == len(conversation.turns)
+    assert outcome.tokens_saved >= 0.75, outcome.tokens_saved
+    assert outcome.code.round_trips < outcome.plain.round_trips
+
+
+def test_the_backends_keep_state_across_turns():
+    """What the conversation did is in each side's backend: the same end state."""
+    fs = filesystem.FileSystem()
+    fs.cd("documents")
+    assert fs.mkdir("q3") is None and fs.cp("notes.txt", "q3") == {"result": "notes.txt -> q3/notes.txt"}
+    assert fs.cd("q3") == {"current_working_directory": "/alex/documents/q3"}
+    assert fs.ls()["current_directory_content"] == ["notes.txt"]
+    assert fs.cat("nope.txt") == {"error": "nope.txt: no such file in /alex/documents/q3"}
+    system = tickets.TicketSystem()
+    assert "error" in system.list_tickets()
+    system.login("mia", "hunter2")
+    new = system.create_ticket("x", priority=5)["id"]
+    assert system.get_ticket(new)["status"] == "open" and "error" in system.get_ticket(107)
+
+
+def test_the_plain_model_reads_earlier_turns_from_its_transcript():
+    items = [{"role": "user", "content": "one"},
+             {"type": "function_call", "call_id": "a", "name": "ls", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "a", "output": '{"x": 1}'},
+             {"role": "assistant", "content": "[1]"},
+             {"role": "user", "content": "two"}]
+    seen = transcript_seen(items)
+    assert seen.step == 0 and seen.before("ls") == [{"x": 1}] and seen.answers == ["[1]"]
+
+
+def test_small_results_cost_at_most_a_tenth_more():
+    """On the default runtime; the data runtime's guide also names its libraries and what
+    becomes of figures, which each model call pays for."""
+    outcome = run_task(small.task())
+    assert outcome.plain.correct and outcome.code.correct, (outcome.plain, outcome.code)
+    guide = {r: count_tokens(instructions(ToolRegistry([]), python=python_note(r)))
+             for r in (None, "default")}
+    richer = outcome.code.round_trips * (guide[None] - guide["default"])
+    assert outcome.code.tokens - richer <= 1.10 * outcome.plain.tokens, (
+        outcome.plain.tokens, outcome.code.tokens, richer)

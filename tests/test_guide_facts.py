@@ -9,7 +9,7 @@ import pytest
 from golden.synthetic import FS_OPENING, file_system_tools, synthetic_tools
 from tooliscode import Limits, Session, ToolError, ToolIsCode, ToolRegistry
 from tooliscode.prompt.catalog import catalog
-from tooliscode.prompt.codetool import FIGURES_NOTE, LLM_QUERY_NOTE, _GUIDE, instructions
+from tooliscode.prompt.codetool import _GUIDE, FIGURES_NOTE, LLM_QUERY_NOTE, instructions
 from tooliscode.prompt.render import render
 from tooliscode.prompt.tokens import count_tokens
 from tooliscode.runtime import python_note
@@ -39,7 +39,8 @@ def said(session: Session, code: str) -> str:
 
 def test_the_guide_is_short_and_says_what_is_needed_before_the_first_cell():
     for runtime in ("default", "data"):
-        guide = _GUIDE.format(name="run_python", python=python_note(runtime))
+        guide = instructions(ToolRegistry([]), python=python_note(runtime)).rpartition(
+            "\n\n")[0]  # without the catalog
         assert count_tokens(guide) <= GUIDE_TOKENS, (runtime, count_tokens(guide))
         for fact in (python_note(runtime), "persist", "/session", "functions",
                      "print only what you need", "asyncio.gather", "final_answer(value)"):

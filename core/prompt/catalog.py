@@ -40,6 +40,10 @@ _SHORT_OPENING = 120
 _NEXT_OPEN = '# The next {n} tools\' descriptions begin "{opening}"'
 _NEXT_CLOSE = '# The next {n} tools\' descriptions end "{closing}"'
 _AND_CLOSE = ' and end "{closing}"'
+_FULL_SHARE = 1 / 3
+"""Full stubs are shown only while they take at most this share of the budget: they are sent
+on every model call, and beyond a few tools one line each (and `help` for the rest, which the
+catalog's last line names) costs a conversation less."""
 _WORTH = 60
 """Characters a shared text must save, over the tools of a group, to be taken out of their
 full stubs and written once (a header costs about this much)."""
@@ -102,11 +106,11 @@ def catalog(registry: ToolRegistry, budget_chars: int = 6_000,
 
 
 def _within(groups: list[_Group], total: int, budget_chars: int) -> str:
-    for render in (_full_stubs, _one_line_each):
-        text = render(groups, budget_chars)
-        if text is not None:
-            return text
-    return _fair_share(_by_prefix(_by_opening(groups)), total, budget_chars)
+    text = _full_stubs(groups, int(budget_chars * _FULL_SHARE))
+    if text is None:
+        text = _one_line_each(groups, budget_chars)
+    return text if text is not None else _fair_share(_by_prefix(_by_opening(groups)), total,
+                                                     budget_chars)
 
 
 def _by_namespace(tools: list[Tool]) -> list[_Group]:

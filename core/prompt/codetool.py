@@ -43,9 +43,9 @@ LLM_QUERY_NOTE = ("`llm_query(prompt: str) -> str` asks a language model and ret
                   "(gather several calls to run them concurrently).")
 """The guide line added when a model callable is available inside the sandbox."""
 
-FIGURES_NOTE = ("Matplotlib figures left open at the end of a cell, or shown with `plt.show()`, "
-                "are saved as PNG files in /session/figures and shown to you.")
-"""The guide line added where the runtime has matplotlib (its `python_note` names it)."""
+FIGURES_NOTE = "Matplotlib figures a cell leaves open are saved in /session and shown to you."
+"""The guide line added where the runtime has matplotlib (its `python_note` names it); a cell
+that draws is told again which images it saved."""
 
 
 def code_tool_description(registry: ToolRegistry, name: str = CODE_TOOL_NAME) -> str:

@@ -328,8 +328,9 @@ def _field(code: str, doc: str) -> str:
     return f"{comment}\n    {code}"
 
 
-def docstring(text: str, indent: str = "") -> str:
-    """`text` as a triple-quoted literal that compiles whatever characters it holds."""
+def docstring(text: str, indent: str = "", tight: bool = False) -> str:
+    """`text` as a triple-quoted literal that compiles whatever characters it holds; `tight`
+    keeps the closing quotes on the last line."""
     text = "".join(ch for ch in text if ch.isprintable() or ch in "\n\t")
     text = text.replace('"""', "'''")
     if text.endswith(('"', "\\")):
@@ -337,7 +338,7 @@ def docstring(text: str, indent: str = "") -> str:
     prefix = "r" if "\\" in text else ""
     if "\n" in text:
         body = "\n".join(indent + line if line.strip() else "" for line in text.splitlines())
-        return f'{prefix}"""{body.lstrip()}\n{indent}"""'
+        return f'{prefix}"""{body.lstrip()}' + ('"""' if tight else f'\n{indent}"""')
     return f'{prefix}"""{text}"""'
 
 

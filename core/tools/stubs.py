@@ -22,6 +22,7 @@ __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
 
 _WIDTH = 100
 _DOC_WIDTH = 92  # inside a docstring indented by 4, so lines stay under _WIDTH
+_KWARGS = "**kwargs: other keys, passed on as given."
 _ANY_DICT = "dict[str, Any]"
 _SAYS_NOTHING = frozenset({"Any", _ANY_DICT, "object"})
 """Return types that tell the model nothing it does not assume: left out where space counts."""
@@ -154,9 +155,9 @@ class ToolStub:
             head = head.replace(_ANY_DICT, "dict")
         if header and self.tool.namespace:
             head = f"# {self.tool.qualified_name}\n{head}"
-        doc = self._doc(self.tool.description if description is None else description,
-                        fold=not brief)
-        return f"{head}\n    {docstring(doc, '    ')}" if doc else f"{head} ..."
+        text = self.tool.description if description is None else description
+        doc = self._brief_doc(text) if brief else self._doc(text)
+        return f"{head}\n    {docstring(doc, '    ', tight=brief)}" if doc else f"{head} ..."
 
     def _parts(self) -> list[str]:
         parts = [p.source() for p in self.params]
@@ -164,19 +165,31 @@ class ToolStub:
             parts.append(f"**{_unique('kwargs', {p.name for p in self.params})}: {self.kwargs}")
         return parts
 
-    def _doc(self, description: str, fold: bool = True) -> str:
-        wrap = _wrap if fold else lambda line, indent="": indent + line
-        lines = (description or "").strip().splitlines()
-        parts = [wrap(line) for line in (lines if fold else _unfolded(lines))]
-        args = [wrap(f"{p.name}: {p.doc}", "    ") for p in self.params if p.doc]
+    def _doc(self, description: str) -> str:
+        parts = [_wrap(line) for line in (description or "").strip().splitlines()]
+        args = [_wrap(f"{p.name}: {p.doc}", "    ") for p in self.params if p.doc]
         if self.kwargs:
-            args.append("    **kwargs: other keys, passed on as given.")
+            args.append("    " + _KWARGS)
         if args:
             parts += ["", "Args:", *args] if parts else ["Args:", *args]
-        out = describe(self.tool.output_schema) if self.tool.output_schema else ""
+        out = self._returns()
         if out:
-            parts += ["", "Returns:", wrap(out, "    ")]
+            parts += ["", "Returns:", _wrap(out, "    ")]
         return "\n".join(parts)
+
+    def _brief_doc(self, description: str) -> str:
+        """The docstring as the catalog shows it: each paragraph of the description on one
+        line, then a line per documented parameter, then what it returns. Headings, blank
+        lines and folds would cost tokens on every model call and say nothing more."""
+        parts = _unfolded((description or "").strip().splitlines())
+        parts += [f"{p.name}: {p.doc}" for p in self.params if p.doc]
+        if self.kwargs:
+            parts.append(_KWARGS)
+        out = self._returns()
+        return "\n".join(parts + ([f"Returns: {out}"] if out else []))
+
+    def _returns(self) -> str:
+        return describe(self.tool.output_schema) if self.tool.output_schema else ""
 
 
 _OWN_LINE = re.compile(r"\s|[-*•#|>]|\d+[.)]\s|$")
