@@ -40,7 +40,7 @@ def test_repl_shows_the_model_view_and_runs_cells():
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "=== tools sent to the model" in out and '"name": "run_python"' in out
-    assert "=== instructions" in out and "def list_orders(" in out
+    assert "=== instructions" in out and "- list_orders(" in out
     assert "45 tools." in out
     reads = out.split("--- the model reads")[1:]
     bodies = [r.split("---\n", 1)[1].strip() for r in reads]

@@ -73,8 +73,9 @@ async def test_stdio_shows_two_tools_whose_description_is_the_catalog(servers_js
         assert client.instructions == code_tool.description  # for clients that ignore either
         catalog = code_tool.description
         for line in ("# time_mcp: call as time_mcp.<name>(...)", "# git: call as git.<name>(...)",
-                     "def get_current_time(timezone: str) -> TimeResult:",
-                     "def list_items(category: str | None = None) -> list[Item]:",
+                     "- get_current_time(timezone: str) -> TimeResult: Get current time in",
+                     "- list_items(category=None) -> list[Item]: Every item in stock",
+                     "help(name) prints a tool's types and full documentation.",
                      "Notes from the `inventory` server: A toy shop's stock, for tests."):
             assert line in catalog
         assert "not_started" not in catalog
