@@ -1,6 +1,6 @@
 """SDK generation: JSON Schema -> typed stubs, over a corpus of real-world tool schemas.
 
-The expected stubs are committed under tests/golden/expected/; tests/golden/refresh.py
+The expected stubs and catalogs are committed under tests/golden/expected/; tests/golden/refresh.py
 rewrites them. Each stub must also compile and resolve inside the real guest, and calls made
 with arguments its schema allows must pass the guest's checks, while a field of the wrong
 type must be stopped in the guest with its path named.
@@ -14,7 +14,17 @@ import json
 import jsonschema
 import pytest
 from golden.examples import breakages, example
-from golden.refresh import EXPECTED, LIVE, SCHEMAS, corpora, corpus_tools, expected_text, live_tools
+from golden.refresh import (
+    CATALOGS,
+    EXPECTED,
+    LIVE,
+    SCHEMAS,
+    catalog_texts,
+    corpora,
+    corpus_tools,
+    expected_text,
+    live_tools,
+)
 from tooliscode import Limits, Session, Tool, ToolRegistry
 from tooliscode.tools.stubs import ToolStub, guest_spec, stub
 
@@ -31,6 +41,15 @@ def test_stubs_match_the_golden_files(corpus):
     expected = (EXPECTED / f"{corpus}.txt").read_text()
     assert expected_text(corpus) == expected, (
         f"stubs for {corpus} changed: run tests/golden/refresh.py and read the diff")
+
+
+def test_catalogs_match_the_golden_files():
+    """What the model reads of each tool set; a change here is one for every model call."""
+    made = catalog_texts()
+    assert sorted(made) == sorted(p.stem for p in CATALOGS.glob("*.txt"))
+    for name, text in made.items():
+        assert text == (CATALOGS / f"{name}.txt").read_text(), (
+            f"the catalog of {name} changed: run tests/golden/refresh.py and read the diff")
 
 
 @pytest.mark.parametrize("corpus", LIVE)

@@ -1,4 +1,5 @@
-"""Rewrite the golden files: the real MCP servers' tool lists and the expected stubs.
+"""Rewrite the golden files: the real MCP servers' tool lists, the expected stubs, and the
+expected catalogs.
 
 Run: .venv/bin/python tests/golden/refresh.py   then read `git diff tests/golden` before
 committing: every change in an expected stub is a change in what models will read.
@@ -60,6 +61,25 @@ def corpora() -> list[str]:
     return sorted(p.stem for p in SCHEMAS.glob("*.json"))
 
 
+CATALOGS = EXPECTED / "catalogs"
+
+
+def catalog_texts() -> dict[str, str]:
+    """The catalog of each corpus, and of tool sets whose descriptions share text, in the
+    form the default budget gives and (for those sets) in full stubs."""
+    from golden.synthetic import boilerplate_tools, file_system_tools, ticket_tools
+    from tooliscode import ToolRegistry
+    from tooliscode.prompt.catalog import catalog
+
+    sets = {c: corpus_tools(c) for c in corpora()}
+    sets |= {"file_system": file_system_tools(), "tickets": ticket_tools(),
+             "erp": boilerplate_tools()}
+    texts = {name: catalog(ToolRegistry(tools)) for name, tools in sets.items()}
+    texts |= {f"{name}_full": catalog(ToolRegistry(sets[name]), 20_000, 20_000)
+              for name in ("file_system", "tickets", "erp")}
+    return {name: text + "\n" for name, text in texts.items()}
+
+
 def main() -> None:
     for corpus in LIVE:
         tools = asyncio.run(live_tools(corpus))
@@ -68,7 +88,12 @@ def main() -> None:
     for corpus in corpora():
         (EXPECTED / f"{corpus}.txt").write_text(expected_text(corpus))
         print(f"wrote expected/{corpus}.txt", file=sys.stderr)
+    CATALOGS.mkdir(exist_ok=True)
+    for name, text in catalog_texts().items():
+        (CATALOGS / f"{name}.txt").write_text(text)
+        print(f"wrote expected/catalogs/{name}.txt", file=sys.stderr)
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))  # `golden` as the tests import it
     main()
