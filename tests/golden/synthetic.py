@@ -65,6 +65,13 @@ def boilerplate_tools(namespace: str | None = "erp") -> list[Tool]:
             for name, action in ERP_ACTIONS.items()]
 
 
+def _tools(descriptions: dict[str, str], key: str, kind: str) -> list[Tool]:
+    """Tools by name and description, each taking one optional argument `key`."""
+    return [Tool(name=name, description=description,
+                 parameters={"type": "object", "properties": {key: {"type": kind}}})
+            for name, description in descriptions.items()]
+
+
 FS_OPENING = ("This tool belongs to the Harbor file system. It is a simple file system that lets "
               "users work with files and folders, e.g. navigating directories, creating, reading "
               "and writing files, etc. Tool description:")
@@ -101,10 +108,8 @@ def file_system_tools() -> list[Tool]:
     """18 tools of one file-system server whose descriptions all open with the same two
     sentences (the second with "e.g." and "etc." in it) and a label; two of them with only
     the first sentence and the label."""
-    return [Tool(name=name, description=f"{FS_SHORT_OPENING if name in FS_SHORT else FS_OPENING} "
-                                        f"{action}",
-                 parameters={"type": "object", "properties": {"path": {"type": "string"}}})
-            for name, action in FS_ACTIONS.items()]
+    return _tools({name: f"{FS_SHORT_OPENING if name in FS_SHORT else FS_OPENING} {action}"
+                   for name, action in FS_ACTIONS.items()}, "path", "string")
 
 
 TICKET_CLOSING = "Requires a logged-in session: call login first."
@@ -122,9 +127,8 @@ TICKET_ACTIONS = {
 
 def ticket_tools(label: str = "Ticket API:") -> list[Tool]:
     """8 tools whose descriptions open with a label and end with the same note."""
-    return [Tool(name=name, description=f"{label} {action} {TICKET_CLOSING}",
-                 parameters={"type": "object", "properties": {"id": {"type": "integer"}}})
-            for name, action in TICKET_ACTIONS.items()]
+    return _tools({name: f"{label} {action} {TICKET_CLOSING}"
+                   for name, action in TICKET_ACTIONS.items()}, "id", "integer")
 
 
 ALLOWED_CLOSING = "Only works inside the notes folder."
