@@ -88,11 +88,11 @@ def listed(text: str) -> list[tuple[int, str, str]]:
 def _forms(tools: list[Tool]) -> dict[str, str]:
     """The catalog of `tools` in each of its forms, found by shrinking the budget."""
     registry = ToolRegistry(tools)
-    full = catalog(registry, 20_000, 20_000)
+    full = catalog(registry, 100_000, 100_000)
     assert full.startswith(("def ", "# ", "class ")) and '"""' in full
-    one_line = catalog(registry, len(full) - 1, 20_000)
+    one_line = catalog(registry, len(full) - 1, 100_000)
     assert "\n- " in one_line and "Listed " not in one_line, one_line
-    fair = catalog(registry, len(one_line) - 1, 20_000)
+    fair = catalog(registry, len(one_line) - 1, 100_000)
     assert "Listed " in fair
     return {"full stubs": full, "one line each": one_line, "fair share": fair}
 

@@ -75,7 +75,7 @@ def catalog_texts() -> dict[str, str]:
     sets |= {"file_system": file_system_tools(), "tickets": ticket_tools(),
              "erp": boilerplate_tools()}
     texts = {name: catalog(ToolRegistry(tools)) for name, tools in sets.items()}
-    texts |= {f"{name}_full": catalog(ToolRegistry(sets[name]), 20_000, 20_000)
+    texts |= {f"{name}_full": catalog(ToolRegistry(sets[name]), 100_000, 100_000)
               for name in ("file_system", "tickets", "erp")}
     return {name: text + "\n" for name, text in texts.items()}
 
