@@ -7,7 +7,7 @@ demo's join, a top-N over a large table, a chain of eight dependent lookups, and
 question where code mode has little to gain. Each conversation is six user turns over a
 stateful backend whose results are small (a file system of 18 tools, a ticket system of 13),
 every turn's answer checked. Both sides run through the real loop
-(`tooliscode.openai.loop.run_conversation`, the `openai` client, `ScriptedServer`): the plain side
+(`tooliscode.openai.run_conversation`, the `openai` client, `ScriptedServer`): the plain side
 with every tool's schema in each request and every result in the history, making independent
 calls in parallel in one turn (its fewest round trips); the code side through `ToolIsCode`.
 Input tokens are counted from each request the scripted model received (tool definitions,
@@ -26,7 +26,7 @@ from tasks import all_conversations, all_tasks
 from tasks.base import LARGE, MULTI, SMALL
 from tasks.conversation import CONVERSATION, run
 from tasks.transcript import Outcome, run_task
-from tooliscode.prompt.tokens import TOKENIZER
+from tooliscode.prompt._tokens import TOKENIZER
 
 TOKEN_TARGET = 0.90
 """Fewer context tokens on every large-result task."""

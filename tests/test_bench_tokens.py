@@ -17,8 +17,7 @@ from tasks.base import Result, received
 from tasks.conversation import run, transcript_seen
 from tasks.transcript import run_task
 from tooliscode import ToolRegistry
-from tooliscode.prompt.codetool import instructions
-from tooliscode.prompt.tokens import ContextCounter, count_tokens
+from tooliscode.prompt import ContextCounter, count_tokens, instructions
 from tooliscode.runtime import python_note
 
 

@@ -26,7 +26,7 @@ from golden.refresh import (
     live_tools,
 )
 from tooliscode import Limits, Session, Tool, ToolRegistry
-from tooliscode.tools.stubs import ToolStub, guest_spec, stub
+from tooliscode.tools._stubs import ToolStub, guest_spec, stub
 
 CORPORA = corpora()
 

@@ -7,8 +7,7 @@ import pytest
 from golden.refresh import corpus_tools
 from golden.synthetic import boilerplate_tools, synthetic_tools
 from tooliscode import Limits, Session, Tool, ToolRegistry
-from tooliscode.prompt.catalog import catalog
-from tooliscode.prompt.codetool import instructions
+from tooliscode.prompt import catalog, instructions
 
 REAL = [t for c in ("mcp_time", "mcp_git", "mcp_filesystem", "github", "openai")
         for t in corpus_tools(c)]

@@ -8,10 +8,15 @@ import json
 import pytest
 from golden.synthetic import FS_OPENING, file_system_tools, synthetic_tools
 from tooliscode import Limits, Session, ToolError, ToolIsCode, ToolRegistry
-from tooliscode.prompt.catalog import catalog
-from tooliscode.prompt.codetool import _GUIDE, FIGURES_NOTE, LLM_QUERY_NOTE, instructions
-from tooliscode.prompt.render import render
-from tooliscode.prompt.tokens import count_tokens
+from tooliscode.prompt import (
+    FIGURES_NOTE,
+    LLM_QUERY_NOTE,
+    catalog,
+    count_tokens,
+    instructions,
+    render,
+)
+from tooliscode.prompt._guide import _GUIDE
 from tooliscode.runtime import python_note
 
 GUIDE_TOKENS = 120

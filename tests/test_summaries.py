@@ -27,8 +27,8 @@ from golden.synthetic import (
     ticket_tools,
 )
 from tooliscode import Tool, ToolRegistry
-from tooliscode.prompt.catalog import catalog
-from tooliscode.tools.summary import shared_texts, summary
+from tooliscode.prompt import catalog
+from tooliscode.tools import shared_texts, stub, summary
 
 REAL = [t for c in ("mcp_time", "mcp_git", "mcp_filesystem", "github", "openai")
         for t in corpus_tools(c)]
@@ -179,8 +179,6 @@ def test_full_stubs_write_a_shared_text_once_and_each_docstring_its_own():
     assert f'# The next 4 tools\' descriptions end "{ALLOWED_CLOSING}"' in text
     assert 'def close_ticket(id: int | None = None):\n    """Close a ticket."""' in text
     # help() still shows each tool in full
-    from tooliscode.tools.stubs import stub
-
     assert f"Ticket API: Close a ticket. {TICKET_CLOSING}" in stub(ticket_tools()[2])
 
 

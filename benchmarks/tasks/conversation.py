@@ -18,9 +18,9 @@ from typing import Any
 
 import openai
 from tooliscode import ToolIsCode
-from tooliscode.openai.loop import run_conversation
-from tooliscode.openai.testing import Reply, ScriptedRequest, ScriptedServer, code
-from tooliscode.prompt.tokens import ContextCounter
+from tooliscode.openai import run_conversation
+from tooliscode.openai.testing import ScriptedReply, ScriptedRequest, ScriptedServer, code
+from tooliscode.prompt import ContextCounter
 
 from .base import Result, answer, decode, parallel
 from .transcript import MAX_ROUND_TRIPS, PlainTools, Transcript
@@ -64,7 +64,7 @@ class Turn:
     """One user message, and how each side answers it."""
 
     prompt: str
-    plain: Callable[[Seen], Reply]
+    plain: Callable[[Seen], ScriptedReply]
     cells: Sequence[str]
     expected: Any
     code_reply: Callable[[str], Any] | None = None
@@ -117,8 +117,8 @@ def _position(items: list[dict[str, Any]]) -> tuple[int, int]:
     return len(user) - 1, cells
 
 
-def _code_model(conversation: Conversation) -> Callable[[ScriptedRequest], Reply]:
-    def reply(request: ScriptedRequest) -> Reply:
+def _code_model(conversation: Conversation) -> Callable[[ScriptedRequest], ScriptedReply]:
+    def reply(request: ScriptedRequest) -> ScriptedReply:
         turn_index, ran = _position(request.body["input"])
         turn = conversation.turns[turn_index]
         if ran < len(turn.cells):
@@ -130,15 +130,15 @@ def _code_model(conversation: Conversation) -> Callable[[ScriptedRequest], Reply
     return reply
 
 
-def _plain_model(conversation: Conversation) -> Callable[[ScriptedRequest], Reply]:
-    def reply(request: ScriptedRequest) -> Reply:
+def _plain_model(conversation: Conversation) -> Callable[[ScriptedRequest], ScriptedReply]:
+    def reply(request: ScriptedRequest) -> ScriptedReply:
         seen = transcript_seen(request.body["input"])
         return conversation.turns[len(seen.turns) - 1].plain(seen)
     return reply
 
 
 def _converse(toolset: Any, conversation: Conversation,
-              script: Callable[[ScriptedRequest], Reply]) -> tuple[list[Any], list[dict]]:
+              script: Callable[[ScriptedRequest], ScriptedReply]) -> tuple[list[Any], list[dict]]:
     """Every user turn in order; each turn's answer, and every request the model received."""
     answers: list[Any] = []
     history: list[Any] = []

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import Reply
+from tooliscode.openai.testing import ScriptedReply
 
 from .conversation import Conversation, Seen, Turn, answer, parallel
 
@@ -303,13 +303,13 @@ PROMPTS = [
 ]
 
 
-def _files(seen: Seen) -> Reply:
+def _files(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("cd", {"folder": "documents"}), ("ls", {})])
     return answer(seen.last("ls")["current_directory_content"])
 
 
-def _travel(seen: Seen) -> Reply:
+def _travel(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("grep", {"file_name": "budget_2024.csv", "pattern": "travel"})])
     return answer(_travel_sum(seen.last("grep")["matching_lines"]))
@@ -319,7 +319,7 @@ def _travel_sum(rows: list[str]) -> dict[str, int]:
     return {"lines": len(rows), "total": sum(int(r.split(",")[2]) for r in rows)}
 
 
-def _copy(seen: Seen) -> Reply:
+def _copy(seen: Seen) -> ScriptedReply:
     texts = [n for n in seen.before("ls")[-1]["current_directory_content"] if n.endswith(".txt")]
     if seen.step == 0:  # the first turn's listing is still in the transcript
         return parallel([("mkdir", {"dir_name": "q3"})]
@@ -327,7 +327,7 @@ def _copy(seen: Seen) -> Reply:
     return answer(sorted(texts))
 
 
-def _errors(seen: Seen) -> Reply:
+def _errors(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("cd", {"folder": "../logs"}), ("ls", {})])
     if seen.step == 1:
@@ -338,7 +338,7 @@ def _errors(seen: Seen) -> Reply:
     return answer({"file": worst, "errors": counts[worst]})
 
 
-def _archive(seen: Seen) -> Reply:
+def _archive(seen: Seen) -> ScriptedReply:
     worst = json.loads(seen.answers[-1])["file"]  # its own last answer named it
     if seen.step == 0:
         return parallel([("mv", {"source": worst, "destination": "../archive"}),
@@ -347,7 +347,7 @@ def _archive(seen: Seen) -> Reply:
     return answer(seen.last("tail")["last_lines"].splitlines())
 
 
-def _diff(seen: Seen) -> Reply:
+def _diff(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("cd", {"folder": "../documents"}), ("cat", {"file_name": "notes.txt"}),
                          ("cd", {"folder": "../projects/alpha"}),

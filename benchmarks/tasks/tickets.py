@@ -12,7 +12,7 @@ import ast
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import Reply
+from tooliscode.openai.testing import ScriptedReply
 
 from .conversation import Conversation, Seen, Turn, answer, parallel
 
@@ -219,18 +219,18 @@ def _top(tickets: list[dict[str, Any]]) -> dict[str, Any]:
     return {"id": best["id"], "title": best["title"]}
 
 
-def _open(seen: Seen) -> Reply:
+def _open(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("login", {"username": "mia", "password": "hunter2"}),
                          ("list_tickets", {"status": "open"})])
     return answer(_brief_list(seen.last("list_tickets")["tickets"]))
 
 
-def _highest(seen: Seen) -> Reply:  # read from the listing it already has
+def _highest(seen: Seen) -> ScriptedReply:  # read from the listing it already has
     return answer(_top(seen.before("list_tickets")[-1]["tickets"]))
 
 
-def _comment(seen: Seen) -> Reply:
+def _comment(seen: Seen) -> ScriptedReply:
     top = _top(seen.before("list_tickets")[-1]["tickets"])["id"]
     if seen.step == 0:
         return parallel([("add_comment", {"ticket_id": top, "comment": "Looking into this today"}),
@@ -240,7 +240,7 @@ def _comment(seen: Seen) -> Reply:
     return answer({"id": top, "assignee": ticket["assignee"], "comments": len(ticket["comments"])})
 
 
-def _new(seen: Seen) -> Reply:
+def _new(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("create_ticket", {"title": "VPN drops every hour", "priority": 4,
                                             "description": "Since Monday the VPN disconnects "
@@ -250,7 +250,7 @@ def _new(seen: Seen) -> Reply:
                    "open": len(seen.last("list_tickets")["tickets"])})
 
 
-def _resolve(seen: Seen) -> Reply:
+def _resolve(seen: Seen) -> ScriptedReply:
     stale = [t["id"] for t in seen.before("list_tickets")[-1]["tickets"] if t["priority"] == 1]
     if seen.step == 0:  # the open tickets it listed a turn ago
         return parallel([("resolve_ticket", {"ticket_id": i, "resolution": "Stale, closing"})
@@ -258,7 +258,7 @@ def _resolve(seen: Seen) -> Reply:
     return answer(stale)
 
 
-def _agent(seen: Seen) -> Reply:
+def _agent(seen: Seen) -> ScriptedReply:
     if seen.step == 0:
         return parallel([("list_agents", {"team": "it"})])
     agents = seen.last("list_agents")["agents"]

@@ -118,7 +118,7 @@ def test_missing_package_is_a_clear_error():
 
 def test_a_silent_cell_describes_data_objects_as_data(data_session):
     """What a model would print next (`df.head()`, `arr.shape`) is said at once."""
-    from tooliscode.prompt.render import render
+    from tooliscode.prompt import render
 
     text = render(data_session.run(
         "import numpy as np, pandas as pd\n"

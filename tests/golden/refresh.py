@@ -52,7 +52,7 @@ def corpus_tools(corpus: str) -> list[Any]:
 
 
 def expected_text(corpus: str) -> str:
-    from tooliscode.tools.stubs import stub
+    from tooliscode.tools._stubs import stub
 
     return "\n\n\n".join(stub(t) for t in corpus_tools(corpus)) + "\n"
 
@@ -69,7 +69,7 @@ def catalog_texts() -> dict[str, str]:
     form the default budget gives and (for those sets) in full stubs."""
     from golden.synthetic import boilerplate_tools, file_system_tools, ticket_tools
     from tooliscode import ToolRegistry
-    from tooliscode.prompt.catalog import catalog
+    from tooliscode.prompt import catalog
 
     sets = {c: corpus_tools(c) for c in corpora()}
     sets |= {"file_system": file_system_tools(), "tickets": ticket_tools(),
