@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from tasks import filesystem, logs, small, tickets, workflow
+from tasks import filesystem, filesystem_chat, logs, small, tickets, tickets_chat, workflow
 from tasks.base import Result, received
 from tasks.conversation import run, transcript_seen
 from tasks.transcript import run_task
@@ -64,7 +64,7 @@ def test_counter_counts_what_each_request_sends():
     assert [[r.value for r in turn] for turn in received(body["input"])] == [[{"a": 1}]]
 
 
-@pytest.mark.parametrize("make", [filesystem.conversation, tickets.conversation])
+@pytest.mark.parametrize("make", [filesystem_chat.conversation, tickets_chat.conversation])
 def test_a_conversation_over_a_stateful_backend_costs_a_quarter(make):
     conversation = make()
     outcome = run(conversation)

@@ -3,13 +3,24 @@ and multi-turn conversations over stateful backends."""
 
 from __future__ import annotations
 
-from . import analytics, crm, filesystem, invoices, logs, oncall, small, store, tickets, workflow
+from . import (
+    analytics,
+    crm,
+    filesystem_chat,
+    invoices,
+    logs,
+    oncall,
+    small,
+    store,
+    tickets_chat,
+    workflow,
+)
 from .base import Task
 from .conversation import Conversation
 
 MAKERS = [crm.task, logs.task, invoices.task, oncall.task, store.task, analytics.task,
           workflow.task, small.task]
-CONVERSATIONS = [filesystem.conversation, tickets.conversation]
+CONVERSATIONS = [filesystem_chat.conversation, tickets_chat.conversation]
 
 
 def all_tasks(scale: float = 1.0) -> list[Task]:

@@ -29,7 +29,12 @@ CONVERSATION = "multi-turn"
 """Several user turns over a stateful backend with small results: the target is >= 75% fewer
 input tokens than plain tool calling, and fewer model calls."""
 
-__all__ = ["CONVERSATION", "Conversation", "Seen", "Turn", "answer", "parallel", "run"]
+__all__ = ["CONVERSATION", "Conversation", "Seen", "Turn", "answer", "parallel", "prop", "run"]
+
+
+def prop(kind: str, description: str, **more: Any) -> dict[str, Any]:
+    """One property of a tool's arguments schema."""
+    return {"type": kind, "description": description, **more}
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A stateful file system of 18 tools with small results, and a six-turn conversation over it.
+"""A stateful file system of 18 tools with small results (filesystem_chat.py talks to it).
 
 Shaped like the file-system backends that multi-turn tool-use benchmarks replay: commands work
 in a current directory that `cd` changes, results are small dicts, mistakes come back as
@@ -7,14 +7,12 @@ in a current directory that `cd` changes, results are small dicts, mistakes come
 
 from __future__ import annotations
 
-import ast
 import json
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import ScriptedReply
 
-from .conversation import Conversation, Seen, Turn, answer, parallel
+from .conversation import prop
 
 OPENING = ("This tool belongs to the Harbor file system. It is a simple file system that lets "
            "users work with files and folders, e.g. navigating directories, creating, reading "
@@ -219,68 +217,64 @@ class FileSystem:
         return None
 
 
-def _p(kind: str, description: str, **more: Any) -> dict[str, Any]:
-    return {"type": kind, "description": description, **more}
-
-
 SPECS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
     "pwd": ("Return the current working directory path.", {}, []),
     "ls": ("List the contents of the current directory.", {
-        "a": _p("boolean", "Show hidden files and directories. Defaults to False.")}, []),
+        "a": prop("boolean", "Show hidden files and directories. Defaults to False.")}, []),
     "cd": ("Change the current working directory to the specified folder.", {
-        "folder": _p("string", "The folder to change to: a name in the current directory, "
+        "folder": prop("string", "The folder to change to: a name in the current directory, "
                      "'..' for the parent, or a path such as '../logs'.")}, ["folder"]),
     "mkdir": ("Create a new directory in the current directory.", {
-        "dir_name": _p("string", "The name of the new directory.")}, ["dir_name"]),
+        "dir_name": prop("string", "The name of the new directory.")}, ["dir_name"]),
     "touch": ("Create a new, empty file of any extension in the current directory.", {
-        "file_name": _p("string", "The name of the new file.")}, ["file_name"]),
+        "file_name": prop("string", "The name of the new file.")}, ["file_name"]),
     "echo": ("Write content to a file in the current directory, or display it in the "
              "terminal when no file is given.", {
-                 "content": _p("string", "The content to write or display."),
-                 "file_name": _p("string", "The file to write to. Defaults to None.")},
+                 "content": prop("string", "The content to write or display."),
+                 "file_name": prop("string", "The file to write to. Defaults to None.")},
              ["content"]),
     "cat": ("Display the contents of a file of any extension from the current directory.", {
-        "file_name": _p("string", "The file to display.")}, ["file_name"]),
+        "file_name": prop("string", "The file to display.")}, ["file_name"]),
     "find": ("Find files or directories in a directory tree whose names contain a given "
              "string.", {
-                 "path": _p("string", "The directory to search from. Defaults to the current "
+                 "path": prop("string", "The directory to search from. Defaults to the current "
                             "directory."),
-                 "name": _p("string", "The string the names must contain. Defaults to None, "
+                 "name": prop("string", "The string the names must contain. Defaults to None, "
                             "which matches every name.")}, []),
     "wc": ("Count the number of lines, words or characters in a file of any extension in the "
            "current directory.", {
-               "file_name": _p("string", "The file to count in."),
-               "mode": _p("string", "What to count: 'l' for lines, 'w' for words, 'c' for "
+               "file_name": prop("string", "The file to count in."),
+               "mode": prop("string", "What to count: 'l' for lines, 'w' for words, 'c' for "
                           "characters. Defaults to 'l'.")}, ["file_name"]),
     "sort": ("Sort the lines of a file in the current directory.", {
-        "file_name": _p("string", "The file to sort.")}, ["file_name"]),
+        "file_name": prop("string", "The file to sort.")}, ["file_name"]),
     "grep": ("Search for lines in a file of any extension in the current directory that "
              "contain a pattern.", {
-                 "file_name": _p("string", "The file to search."),
-                 "pattern": _p("string", "The text to look for.")}, ["file_name", "pattern"]),
+                 "file_name": prop("string", "The file to search."),
+                 "pattern": prop("string", "The text to look for.")}, ["file_name", "pattern"]),
     "du": ("Estimate the disk usage of the current directory and its contents.", {
-        "human_readable": _p("boolean", "Show the size in KB. Defaults to False.")}, []),
+        "human_readable": prop("boolean", "Show the size in KB. Defaults to False.")}, []),
     "tail": ("Display the last part of a file of any extension in the current directory.", {
-        "file_name": _p("string", "The file to display."),
-        "lines": _p("integer", "The number of lines to display. Defaults to 10.")},
+        "file_name": prop("string", "The file to display."),
+        "lines": prop("integer", "The number of lines to display. Defaults to 10.")},
              ["file_name"]),
     "diff": ("Compare two files of any extension line by line in the current directory.", {
-        "file_name1": _p("string", "The first file."),
-        "file_name2": _p("string", "The second file.")}, ["file_name1", "file_name2"]),
+        "file_name1": prop("string", "The first file."),
+        "file_name2": prop("string", "The second file.")}, ["file_name1", "file_name2"]),
     "mv": ("Move a file or directory from the current directory into a directory, or rename "
            "it when the destination is not a directory.", {
-               "source": _p("string", "The file or directory to move."),
-               "destination": _p("string", "A directory (a path such as '../archive' works) or "
+               "source": prop("string", "The file or directory to move."),
+               "destination": prop("string", "A directory (a path such as '../archive' works) or "
                                  "a new name.")}, ["source", "destination"]),
     "cp": ("Copy a file or directory from the current directory into a directory, or to a new "
            "name when the destination is not a directory.", {
-               "source": _p("string", "The file or directory to copy."),
-               "destination": _p("string", "A directory (a path such as '../archive' works) or "
+               "source": prop("string", "The file or directory to copy."),
+               "destination": prop("string", "A directory (a path such as '../archive' works) or "
                                  "a new name.")}, ["source", "destination"]),
     "rm": ("Remove a file or directory from the current directory.", {
-        "file_name": _p("string", "The file or directory to remove.")}, ["file_name"]),
+        "file_name": prop("string", "The file or directory to remove.")}, ["file_name"]),
     "rmdir": ("Remove an empty directory from the current directory.", {
-        "dir_name": _p("string", "The directory to remove.")}, ["dir_name"]),
+        "dir_name": prop("string", "The directory to remove.")}, ["dir_name"]),
 }
 
 
@@ -289,131 +283,3 @@ def tools(fs: FileSystem) -> list[Tool]:
     return [Tool(name=name, description=OPENING + text, function=getattr(fs, name),
                  parameters={"type": "object", "properties": props, "required": required})
             for name, (text, props, required) in SPECS.items()]
-
-
-# -- the conversation ---------------------------------------------------------------------------
-
-PROMPTS = [
-    "Go to my documents folder and tell me which files are there.",
-    "How many lines of budget_2024.csv are about travel, and what do they add up to?",
-    "Make a folder q3 in documents and copy every .txt file there into it.",
-    "Now look at my logs folder: which log file has the most ERROR lines, and how many?",
-    "Move that file into the archive folder and show me its last 3 lines.",
-    "Which lines differ between notes.txt in documents and todo.txt in projects/alpha?",
-]
-
-
-def _files(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("cd", {"folder": "documents"}), ("ls", {})])
-    return answer(seen.last("ls")["current_directory_content"])
-
-
-def _travel(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("grep", {"file_name": "budget_2024.csv", "pattern": "travel"})])
-    return answer(_travel_sum(seen.last("grep")["matching_lines"]))
-
-
-def _travel_sum(rows: list[str]) -> dict[str, int]:
-    return {"lines": len(rows), "total": sum(int(r.split(",")[2]) for r in rows)}
-
-
-def _copy(seen: Seen) -> ScriptedReply:
-    texts = [n for n in seen.before("ls")[-1]["current_directory_content"] if n.endswith(".txt")]
-    if seen.step == 0:  # the first turn's listing is still in the transcript
-        return parallel([("mkdir", {"dir_name": "q3"})]
-                        + [("cp", {"source": n, "destination": "q3"}) for n in texts])
-    return answer(sorted(texts))
-
-
-def _errors(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("cd", {"folder": "../logs"}), ("ls", {})])
-    if seen.step == 1:
-        return parallel([("grep", {"file_name": n, "pattern": "ERROR"})
-                         for n in seen.last("ls")["current_directory_content"]])
-    counts = {r.arguments["file_name"]: len(r.value["matching_lines"]) for r in seen.now("grep")}
-    worst = max(counts, key=counts.__getitem__)
-    return answer({"file": worst, "errors": counts[worst]})
-
-
-def _archive(seen: Seen) -> ScriptedReply:
-    worst = json.loads(seen.answers[-1])["file"]  # its own last answer named it
-    if seen.step == 0:
-        return parallel([("mv", {"source": worst, "destination": "../archive"}),
-                         ("cd", {"folder": "../archive"}),
-                         ("tail", {"file_name": worst, "lines": 3})])
-    return answer(seen.last("tail")["last_lines"].splitlines())
-
-
-def _diff(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("cd", {"folder": "../documents"}), ("cat", {"file_name": "notes.txt"}),
-                         ("cd", {"folder": "../projects/alpha"}),
-                         ("cat", {"file_name": "todo.txt"})])
-    notes, todo = (r.value["file_content"].splitlines() for r in seen.now("cat"))
-    return answer(_differ(notes, todo))
-
-
-def _differ(notes: list[str], todo: list[str]) -> dict[str, list[str]]:
-    return {"only_in_notes": [x for x in notes if x not in todo],
-            "only_in_todo": [x for x in todo if x not in notes]}
-
-
-CELLS = [
-    ['cd(folder="documents")\nprint(ls()["current_directory_content"])'],
-    ['rows = grep(file_name="budget_2024.csv", pattern="travel")["matching_lines"]\n'
-     'final_answer({"lines": len(rows), "total": sum(int(r.split(",")[2]) for r in rows)})'],
-    ['mkdir(dir_name="q3")\ntexts = [n for n in ls()["current_directory_content"] '
-     'if n.endswith(".txt")]\nfor n in texts:\n    cp(source=n, destination="q3")\n'
-     'final_answer(sorted(texts))'],
-    ['cd(folder="../logs")\n'
-     'errors = {n: len(grep(file_name=n, pattern="ERROR")["matching_lines"])\n'
-     '          for n in ls()["current_directory_content"]}\n'
-     'worst = max(errors, key=errors.get)\nprint(worst, errors[worst])'],
-    ['mv(source=worst, destination="../archive")\ncd(folder="../archive")\n'
-     'final_answer(tail(file_name=worst, lines=3)["last_lines"].splitlines())'],
-    ['cd(folder="../documents")\nnotes = cat(file_name="notes.txt")["file_content"].splitlines()\n'
-     'cd(folder="../projects/alpha")\n'
-     'todo = cat(file_name="todo.txt")["file_content"].splitlines()\n'
-     'final_answer({"only_in_notes": [x for x in notes if x not in todo],\n'
-     '              "only_in_todo": [x for x in todo if x not in notes]})'],
-]
-"""The code model's cells, one per turn: it finishes with `final_answer` where the answer is
-what the code computed, and prints where it wants to read before answering."""
-
-
-def _expected() -> list[Any]:
-    """Each turn's answer, computed directly on a backend of our own."""
-    fs = FileSystem()
-    fs.cd("documents")
-    listing = fs.ls()["current_directory_content"]
-    travel = _travel_sum(fs.grep("budget_2024.csv", "travel")["matching_lines"])
-    texts = sorted(n for n in listing if n.endswith(".txt"))
-    fs.cd("../logs")
-    errors = {n: len(fs.grep(n, "ERROR")["matching_lines"]) for n in sorted(fs.here)}
-    worst = max(errors, key=errors.__getitem__)
-    last = fs.tail(worst, 3)["last_lines"].splitlines()
-    fs.cd("../documents")
-    notes = fs.cat("notes.txt")["file_content"].splitlines()
-    fs.cd("../projects/alpha")
-    todo = fs.cat("todo.txt")["file_content"].splitlines()
-    return [listing, travel, texts, {"file": worst, "errors": errors[worst]}, last,
-            _differ(notes, todo)]
-
-
-def _listing(output: str) -> list[str]:
-    return ast.literal_eval(output)
-
-
-def _worst(output: str) -> dict[str, Any]:
-    name, count = output.split()
-    return {"file": name, "errors": int(count)}
-
-
-def conversation() -> Conversation:
-    plain = [_files, _travel, _copy, _errors, _archive, _diff]
-    replies = [_listing, None, None, _worst, None, None]
-    turns = [Turn(*parts) for parts in zip(PROMPTS, plain, CELLS, _expected(), replies)]
-    return Conversation("file system, 18 tools: 6 user turns", FileSystem, tools, turns)

@@ -1,4 +1,4 @@
-"""A stateful ticket system of 13 tools with small results, and a six-turn conversation over it.
+"""A stateful ticket system of 13 tools with small results (tickets_chat.py talks to it).
 
 Shaped like the ticketing backends of multi-turn tool-use benchmarks: a user logs in, most
 tools work on that user's tickets, results are small dicts, mistakes come back as
@@ -8,13 +8,11 @@ the same note (the login tools do not).
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import ScriptedReply
 
-from .conversation import Conversation, Seen, Turn, answer, parallel
+from .conversation import prop
 
 OPENING = ("This tool belongs to the Lighthouse ticket system, which lets employees create, view "
            "and manage support tickets, e.g. for IT or facilities problems. Tool description: ")
@@ -137,36 +135,32 @@ class TicketSystem:
             for a, t in AGENTS.items() if team in (None, t)]}
 
 
-def _p(kind: str, description: str, **more: Any) -> dict[str, Any]:
-    return {"type": kind, "description": description, **more}
-
-
-_ID = _p("integer", "The id of the ticket.")
+_ID = prop("integer", "The id of the ticket.")
 SPECS: dict[str, tuple[str, dict[str, Any], list[str], bool]] = {
     "login": ("Log a user in to the ticket system.", {
-        "username": _p("string", "The user's name."),
-        "password": _p("string", "The user's password.")}, ["username", "password"], False),
+        "username": prop("string", "The user's name."),
+        "password": prop("string", "The user's password.")}, ["username", "password"], False),
     "logout": ("Log the current user out.", {}, [], False),
     "get_login_status": ("Return the name of the logged-in user, or null.", {}, [], False),
     "create_ticket": ("Create a ticket for the logged-in user; returns its id, title, status "
                       "and priority.", {
-                          "title": _p("string", "A short title."),
-                          "description": _p("string", "What the problem is. Defaults to ''."),
-                          "priority": _p("integer", "From 1 (lowest) to 5 (highest). Defaults "
+                          "title": prop("string", "A short title."),
+                          "description": prop("string", "What the problem is. Defaults to ''."),
+                          "priority": prop("integer", "From 1 (lowest) to 5 (highest). Defaults "
                                          "to 1.")}, ["title"], True),
     "get_ticket": ("Get one of the user's tickets with all its fields: title, description, "
                    "priority, status, assignee and comments.", {"ticket_id": _ID},
                    ["ticket_id"], True),
     "list_tickets": ("List the user's tickets (id, title, status, priority), optionally only "
                      "those with a given status.", {
-                         "status": _p("string", "'open', 'resolved' or 'closed'. Defaults to "
+                         "status": prop("string", "'open', 'resolved' or 'closed'. Defaults to "
                                       "None, which lists all.")}, [], True),
     "search_tickets": ("Find the user's tickets whose title contains a text, case ignored.", {
-        "text": _p("string", "The text to look for.")}, ["text"], True),
+        "text": prop("string", "The text to look for.")}, ["text"], True),
     "edit_ticket": ("Change the title, description or priority of one of the user's "
                     "tickets.", {
                         "ticket_id": _ID,
-                        "updates": _p("object", "The fields to change and their new values.",
+                        "updates": prop("object", "The fields to change and their new values.",
                                       properties={"title": {"type": "string"},
                                                   "description": {"type": "string"},
                                                   "priority": {"type": "integer"}})},
@@ -175,16 +169,16 @@ SPECS: dict[str, tuple[str, dict[str, Any], list[str], bool]] = {
                      True),
     "resolve_ticket": ("Mark one of the user's tickets resolved, with a resolution note.", {
         "ticket_id": _ID,
-        "resolution": _p("string", "How it was resolved.")}, ["ticket_id", "resolution"], True),
+        "resolution": prop("string", "How it was resolved.")}, ["ticket_id", "resolution"], True),
     "add_comment": ("Add a comment to one of the user's tickets.", {
-        "ticket_id": _ID, "comment": _p("string", "The comment's text.")},
+        "ticket_id": _ID, "comment": prop("string", "The comment's text.")},
         ["ticket_id", "comment"], True),
     "assign_ticket": ("Assign one of the user's tickets to a support agent.", {
-        "ticket_id": _ID, "agent": _p("string", "The agent's username.")},
+        "ticket_id": _ID, "agent": prop("string", "The agent's username.")},
         ["ticket_id", "agent"], True),
     "list_agents": ("List the support agents (username, team, number of open tickets assigned), "
                     "optionally of one team.", {
-                        "team": _p("string", "'it' or 'facilities'. Defaults to None, which "
+                        "team": prop("string", "'it' or 'facilities'. Defaults to None, which "
                                    "lists all.")}, [], False),
 }
 
@@ -195,131 +189,3 @@ def tools(system: TicketSystem) -> list[Tool]:
                  function=getattr(system, name),
                  parameters={"type": "object", "properties": props, "required": required})
             for name, (text, props, required, logged_in) in SPECS.items()]
-
-
-# -- the conversation ---------------------------------------------------------------------------
-
-PROMPTS = [
-    "Log me in as mia, password hunter2, and list my open tickets.",
-    "Which of them has the highest priority? Give me its id and title.",
-    "Add the comment 'Looking into this today' to it and assign it to noah.",
-    "Open a new ticket 'VPN drops every hour' with priority 4 and the description 'Since "
-    "Monday the VPN disconnects every hour.' How many open tickets do I have now?",
-    "Resolve all my open tickets of priority 1 with the note 'Stale, closing'.",
-    "Which IT agent has the fewest open tickets? Give the VPN ticket to them.",
-]
-
-
-def _brief_list(tickets: list[dict[str, Any]]) -> list[list[Any]]:
-    return [[t["id"], t["title"], t["priority"]] for t in tickets]
-
-
-def _top(tickets: list[dict[str, Any]]) -> dict[str, Any]:
-    best = max(tickets, key=lambda t: t["priority"])
-    return {"id": best["id"], "title": best["title"]}
-
-
-def _open(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("login", {"username": "mia", "password": "hunter2"}),
-                         ("list_tickets", {"status": "open"})])
-    return answer(_brief_list(seen.last("list_tickets")["tickets"]))
-
-
-def _highest(seen: Seen) -> ScriptedReply:  # read from the listing it already has
-    return answer(_top(seen.before("list_tickets")[-1]["tickets"]))
-
-
-def _comment(seen: Seen) -> ScriptedReply:
-    top = _top(seen.before("list_tickets")[-1]["tickets"])["id"]
-    if seen.step == 0:
-        return parallel([("add_comment", {"ticket_id": top, "comment": "Looking into this today"}),
-                         ("assign_ticket", {"ticket_id": top, "agent": "noah"}),
-                         ("get_ticket", {"ticket_id": top})])
-    ticket = seen.last("get_ticket")
-    return answer({"id": top, "assignee": ticket["assignee"], "comments": len(ticket["comments"])})
-
-
-def _new(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("create_ticket", {"title": "VPN drops every hour", "priority": 4,
-                                            "description": "Since Monday the VPN disconnects "
-                                                           "every hour."}),
-                         ("list_tickets", {"status": "open"})])
-    return answer({"id": seen.last("create_ticket")["id"],
-                   "open": len(seen.last("list_tickets")["tickets"])})
-
-
-def _resolve(seen: Seen) -> ScriptedReply:
-    stale = [t["id"] for t in seen.before("list_tickets")[-1]["tickets"] if t["priority"] == 1]
-    if seen.step == 0:  # the open tickets it listed a turn ago
-        return parallel([("resolve_ticket", {"ticket_id": i, "resolution": "Stale, closing"})
-                         for i in stale])
-    return answer(stale)
-
-
-def _agent(seen: Seen) -> ScriptedReply:
-    if seen.step == 0:
-        return parallel([("list_agents", {"team": "it"})])
-    agents = seen.last("list_agents")["agents"]
-    idle = min(agents, key=lambda a: a["open_tickets"])["username"]
-    vpn = seen.before("create_ticket")[-1]["id"]
-    if seen.step == 1:
-        return parallel([("assign_ticket", {"ticket_id": vpn, "agent": idle})])
-    return answer({"agent": idle, "ticket": vpn})
-
-
-CELLS = [
-    ['login(username="mia", password="hunter2")\n'
-     'print([[t["id"], t["title"], t["priority"]] for t in '
-     'list_tickets(status="open")["tickets"]])'],
-    [],  # answered from what the last cell printed
-    ['top = 103\nadd_comment(ticket_id=top, comment="Looking into this today")\n'
-     'assign_ticket(ticket_id=top, agent="noah")\nt = get_ticket(ticket_id=top)\n'
-     'final_answer({"id": top, "assignee": t["assignee"], "comments": len(t["comments"])})'],
-    ['vpn = create_ticket(title="VPN drops every hour", priority=4,\n'
-     '                    description="Since Monday the VPN disconnects every hour.")["id"]\n'
-     'final_answer({"id": vpn, "open": len(list_tickets(status="open")["tickets"])})'],
-    ['stale = [t["id"] for t in list_tickets(status="open")["tickets"] if t["priority"] == 1]\n'
-     'for i in stale:\n    resolve_ticket(ticket_id=i, resolution="Stale, closing")\n'
-     'final_answer(stale)'],
-    ['agents = list_agents(team="it")["agents"]\n'
-     'idle = min(agents, key=lambda a: a["open_tickets"])["username"]\n'
-     'assign_ticket(ticket_id=vpn, agent=idle)\nfinal_answer({"agent": idle, "ticket": vpn})'],
-]
-"""The code model's cells. In the third it writes the id it read from the first turn's
-output (103, the highest priority there), as a model reading its transcript does."""
-
-
-def _expected() -> list[Any]:
-    """Each turn's answer, computed directly on a backend of our own."""
-    system = TicketSystem()
-    system.login("mia", "hunter2")
-    listed = system.list_tickets("open")["tickets"]
-    top = _top(listed)
-    system.add_comment(top["id"], "Looking into this today")
-    system.assign_ticket(top["id"], "noah")
-    after = system.get_ticket(top["id"])
-    vpn = system.create_ticket("VPN drops every hour", "Since Monday the VPN disconnects every "
-                               "hour.", 4)["id"]
-    still = system.list_tickets("open")["tickets"]
-    stale = [t["id"] for t in still if t["priority"] == 1]
-    for i in stale:
-        system.resolve_ticket(i, "Stale, closing")
-    idle = min(system.list_agents("it")["agents"], key=lambda a: a["open_tickets"])["username"]
-    return [_brief_list(listed), top,
-            {"id": top["id"], "assignee": after["assignee"], "comments": len(after["comments"])},
-            {"id": vpn, "open": len(still)}, stale, {"agent": idle, "ticket": vpn}]
-
-
-def _top_of_printed(output: str) -> dict[str, Any]:
-    listed = ast.literal_eval(output)
-    best = max(listed, key=lambda t: t[2])
-    return {"id": best[0], "title": best[1]}
-
-
-def conversation() -> Conversation:
-    plain = [_open, _highest, _comment, _new, _resolve, _agent]
-    replies = [ast.literal_eval, _top_of_printed, None, None, None, None]
-    turns = [Turn(*parts) for parts in zip(PROMPTS, plain, CELLS, _expected(), replies)]
-    return Conversation("ticket system, 13 tools: 6 user turns", TicketSystem, tools, turns)

@@ -2,8 +2,10 @@
 
 It says as much as fits, richest first:
 
-1. every tool's full stub (types, docstrings), for small sets;
-2. one line per tool, `name(required: T, optional=default): summary`, grouped by namespace;
+1. every tool's full stub (types, docstrings), for a few tools: while the stubs take at
+   most a third of the budget, since they are sent on every model call;
+2. one line per tool, `name(required: T, optional=default): summary`, grouped by namespace,
+   and `help` named for the rest;
 3. for large sets, each group with its size and as many `name: summary` lines as a fair
    share of the budget allows, then how to find the rest (`search_tools`, `help`);
 4. when even that is too long (hundreds of groups), one line of names per group.

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from ._tool import Tool
 
-__all__ = ["Shared", "clip", "own_summaries", "own_text", "shared_texts", "summary"]
+__all__ = ["SUMMARY_CHARS", "Shared", "clip", "own_summaries", "own_text", "shared_texts",
+           "summary"]
 
 SUMMARY_CHARS = 110
 _SENTENCE_END = re.compile(r"[.!?](?<!\be\.g\.)(?<!\bi\.e\.)(?=\s+[^\sa-z])")
@@ -191,6 +192,7 @@ def _closing(texts: list[str]) -> str:
 
 
 def _by_closing(tools: list[Tool], min_tools: int) -> list[Shared]:
+    """Groups of tools (that share no opening) whose descriptions end alike."""
     texts = {id(t): _norm(t.description) for t in tools}
     by_last: dict[str, list[Tool]] = {}
     for tool in tools:
