@@ -10,6 +10,7 @@ from . import figures
 from .capture import Capture
 from .convert import to_json_value
 from .describe import describe
+from .tools import ToolArgumentError, ToolError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def sandbox_hint(exc: BaseException) -> str | None:
     the model needs to know to act on it: how to read a tool's parameters after a bad call,
     that failed calls raise `ToolError` (the first time), to await calls in async code."""
     global _told_tool_error
-    from .tools import ToolArgumentError, ToolError
-
+    if isinstance(exc, MemoryError):  # first: with no memory left, nothing else is tried
+        return _HINTS["memory"]
     if isinstance(exc, ToolArgumentError):
         return _HINTS["arguments"].format(tool=str(exc).partition("(")[0] or "tool")
     if isinstance(exc, ToolError) and not _told_tool_error:
@@ -102,8 +103,6 @@ def sandbox_hint(exc: BaseException) -> str | None:
         return _HINTS["tool"]
     if isinstance(exc, TypeError) and "ToolCallFuture" in str(exc):
         return _HINTS["await"]
-    if isinstance(exc, MemoryError):
-        return _HINTS["memory"]
     if isinstance(exc, ModuleNotFoundError) and exc.name in _NO_MODULES:
         return _HINTS["module"]
     if isinstance(exc, AttributeError):
