@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 from tooliscode import Limits, Session
+from tooliscode.prompt import render
 from tooliscode.runtime import resolve_runtime, runtime_named
 
 
@@ -118,8 +119,6 @@ def test_missing_package_is_a_clear_error():
 
 def test_a_silent_cell_describes_data_objects_as_data(data_session):
     """What a model would print next (`df.head()`, `arr.shape`) is said at once."""
-    from tooliscode.prompt import render
-
     text = render(data_session.run(
         "import numpy as np, pandas as pd\n"
         "df = pd.DataFrame({'region': ['eu', 'us'] * 500, 'rep': ['a'] * 1000, 'total': 1.5})\n"
