@@ -1,0 +1,56 @@
+"""A framework's tools as the sandbox calls them: declarations bound to one sandbox.
+
+The session calls tool functions on its own threads and loops, where context variables do not
+follow, so each bound function reads the running cell (whatever the framework handed the code
+tool for this call: its context object, its config) from the sandbox it is bound to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from tooliscode import Tool, ToolError
+from tooliscode.codetool import Sandbox, Toolbox, fingerprint
+
+__all__ = ["bind_async", "bind_sync", "running", "toolbox"]
+
+C = TypeVar("C")
+
+
+def running(sandbox: Sandbox, kind: type[C]) -> C:
+    """The cell running in `sandbox`; a `ToolError` when none is (a call from a leftover task)."""
+    cell = sandbox.context
+    if not isinstance(cell, kind):
+        raise ToolError("tools can be called only while the code tool runs")
+    return cell
+
+
+def bind_async(declared: Tool, sandbox: Sandbox, kind: type[C],
+               call: Callable[[C, dict[str, Any]], Awaitable[Any]]) -> Tool:
+    """`declared`, whose calls await `call(cell, arguments)` on the runner's loop."""
+
+    async def function(**arguments: Any) -> Any:
+        return await call(running(sandbox, kind), arguments)
+
+    return dataclasses.replace(declared, function=function)
+
+
+def bind_sync(declared: Tool, sandbox: Sandbox, kind: type[C],
+              call: Callable[[C, dict[str, Any]], Any]) -> Tool:
+    """`declared`, whose calls run `call(cell, arguments)` on the session's thread (it may
+    return a coroutine, which the session awaits on the runner's loop)."""
+
+    def function(**arguments: Any) -> Any:
+        return call(running(sandbox, kind), arguments)
+
+    return dataclasses.replace(declared, function=function)
+
+
+def toolbox(declared: Sequence[Tool], bind: Callable[[Sandbox, int], Tool]) -> Toolbox:
+    """The tools a sandbox gets: `bind(sandbox, i)` for each declaration, keyed by what the
+    model and the guest see of them."""
+    count = len(declared)
+    return Toolbox(lambda sandbox: [bind(sandbox, i) for i in range(count)],
+                   fingerprint(declared))
