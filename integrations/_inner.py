@@ -8,13 +8,15 @@ tool for this call: its context object, its config) from the sandbox it is bound
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter
 from tooliscode import Tool, ToolError
 from tooliscode.codetool import Sandbox, Toolbox, fingerprint
 
-__all__ = ["bind_async", "bind_sync", "running", "toolbox"]
+__all__ = ["bind_async", "bind_sync", "returns", "running", "toolbox"]
 
 C = TypeVar("C")
 
@@ -54,3 +56,14 @@ def toolbox(declared: Sequence[Tool], bind: Callable[[Sandbox, int], Tool]) -> T
     count = len(declared)
     return Toolbox(lambda sandbox: [bind(sandbox, i) for i in range(count)],
                    fingerprint(declared))
+
+
+def returns(func: Any) -> dict[str, Any] | None:
+    """The JSON Schema of what a function returns, when it says (the typed stubs show it)."""
+    try:
+        hint = typing.get_type_hints(func).get("return")
+        if hint in (None, type(None), Any):
+            return None
+        return TypeAdapter(hint).json_schema()
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot read is just left out
+        return None

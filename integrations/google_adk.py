@@ -27,7 +27,6 @@ import contextvars
 import inspect
 import itertools
 import os
-import typing
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -43,7 +42,7 @@ from google.adk.telemetry import trace_tool_call, tracer
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
-from pydantic import ConfigDict, PrivateAttr, TypeAdapter
+from pydantic import ConfigDict, PrivateAttr
 from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
@@ -56,7 +55,7 @@ from tooliscode.prompt.codetool import (
 )
 from tooliscode.runtime import Runtime, python_note
 
-from ._inner import bind_async, toolbox
+from ._inner import bind_async, returns, toolbox
 
 __all__ = ["CodeModeToolset", "SandboxCodeExecutor"]
 
@@ -283,20 +282,9 @@ def _declaration(tool: BaseTool) -> Tool:
         parameters = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True)
     output = decl.response_json_schema
     if output is None and isinstance(tool, FunctionTool):
-        output = _returns(tool.func)
+        output = returns(tool.func)
     return Tool(name=decl.name or tool.name, description=decl.description or tool.description,
                 parameters=parameters or {}, output_schema=output)
-
-
-def _returns(func: Any) -> dict[str, Any] | None:
-    """The JSON Schema of what a function returns, when it says (typed stubs for the model)."""
-    try:
-        hint = typing.get_type_hints(func).get("return")
-        if hint in (None, type(None), Any):
-            return None
-        return TypeAdapter(hint).json_schema()
-    except Exception:  # noqa: BLE001 - an annotation pydantic cannot read is just left out
-        return None
 
 
 def _session_key(ctx: ToolContext) -> Hashable:
