@@ -8,6 +8,8 @@ tool for this call: its context object, its config) from the sandbox it is bound
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -16,7 +18,7 @@ from pydantic import TypeAdapter
 from tooliscode import Tool, ToolError
 from tooliscode.codetool import Sandbox, Toolbox, fingerprint
 
-__all__ = ["bind_async", "bind_sync", "returns", "running", "toolbox"]
+__all__ = ["bind_async", "bind_sync", "resolved", "returns", "running", "toolbox"]
 
 C = TypeVar("C")
 
@@ -67,3 +69,24 @@ def returns(func: Any) -> dict[str, Any] | None:
         return TypeAdapter(hint).json_schema()
     except Exception:  # noqa: BLE001 - an annotation pydantic cannot read is just left out
         return None
+
+
+def resolved(fn: Any) -> Any:
+    """`fn` with its annotations evaluated: LlamaIndex and CrewAI build a tool's schema from
+    the signature as written, and a module with postponed annotations writes strings."""
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except (NameError, TypeError, ValueError):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def call(*args: Any, **kwargs: Any) -> Any:  # noqa: F811 - the async form
+            return await fn(*args, **kwargs)
+
+    call.__signature__ = signature
+    return call

@@ -48,7 +48,7 @@ from tooliscode.prompt.codetool import (
 )
 from tooliscode.runtime import Runtime, python_note
 
-from ._inner import bind_sync, returns, toolbox
+from ._inner import bind_sync, resolved, returns, toolbox
 
 __all__ = ["CodeModeTool", "ConversationKey", "as_crewai_tool", "code_mode"]
 
@@ -171,7 +171,7 @@ def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
     hooks, events and cache. The catalog goes in the description unless
     `instructions_in_description` is false; then put `tool.instructions` in the backstory.
     """
-    wrapped = [t if isinstance(t, BaseTool) else crewai_tool(t) for t in tools]
+    wrapped = [t if isinstance(t, BaseTool) else crewai_tool(resolved(t)) for t in tools]
     declared = [_declaration(t) for t in wrapped]
     registry = ToolRegistry(declared)
     guide = instructions(registry, name, python=python_note(runtime))
@@ -187,10 +187,11 @@ def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
     return tool
 
 
-def code_mode(agent: Any, **options: Any) -> CodeModeTool:
-    """Replace `agent`'s tools by one code tool over them (options as for `as_crewai_tool`);
-    returns the code tool (close it when done)."""
-    tool = as_crewai_tool(agent.tools or [], agent=agent, **options)
+def code_mode(agent: Any, tools: Iterable[Any] | None = None, **options: Any) -> CodeModeTool:
+    """Replace `agent`'s tools by one code tool over them, or over `tools` (plain callables
+    too, which `Agent(tools=...)` refuses); options as for `as_crewai_tool`. Returns the code
+    tool (close it when done)."""
+    tool = as_crewai_tool(agent.tools or [] if tools is None else tools, agent=agent, **options)
     agent.tools = [tool]
     return tool
 

@@ -45,7 +45,7 @@ from tooliscode.prompt.codetool import (
 )
 from tooliscode.runtime import Runtime, python_note
 
-from ._inner import bind_sync, returns, toolbox
+from ._inner import bind_sync, resolved, returns, toolbox
 
 __all__ = ["CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
 
@@ -72,7 +72,7 @@ class _Tools:
     """The wrapped tools, as LlamaIndex runs them and as the sandbox declares them."""
 
     def __init__(self, tools: Iterable[Any], name_by_function: bool = False):
-        self.tools = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(t)
+        self.tools = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(resolved(t))
                       for t in tools]
         self.declared = [_declaration(t, name_by_function) for t in self.tools]
         self.registry = ToolRegistry(self.declared)
