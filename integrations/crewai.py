@@ -85,6 +85,8 @@ class CodeModeTool(BaseTool):
     """A key, or a `ConversationKey` function; None: the crew, else the agent."""
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
+    _names: list[str] = PrivateAttr(default_factory=list)
+    """The wrapped tools' names as CrewAI's tool calls spell them."""
     _code: CodeTool = PrivateAttr()
 
     @property
@@ -114,8 +116,7 @@ class CodeModeTool(BaseTool):
     def _call(self, index: int, turn: _Turn, arguments: dict[str, Any]) -> Any:
         """One inner call through CrewAI's path for a native tool call; the tool's own value
         (not the text CrewAI would show the model) is what the code gets."""
-        tool = self._tools[index]
-        name = sanitize_tool_name(tool.name)
+        tool, name = self._tools[index], self._names[index]
         ran: dict[str, Any] = {}
 
         def run(**kwargs: Any) -> Any:
@@ -179,7 +180,7 @@ def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
         name=name, instructions=guide, agent=agent, conversation=conversation,
         description=guide if instructions_in_description else code_tool_description(
             registry, name))
-    tool._tools = wrapped
+    tool._tools, tool._names = wrapped, [d.name for d in declared]
     tool._code = CodeTool(toolbox(declared, lambda sandbox, i: bind_sync(
         declared[i], sandbox, _Turn, lambda turn, args: tool._call(i, turn, args))),
         limits=limits, runtime=runtime, store=store, idle_timeout_s=idle_timeout_s,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextvars
 import inspect
 import itertools
 import os
@@ -42,6 +41,7 @@ from google.adk.telemetry import trace_tool_call, tracer
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
+from opentelemetry import context as otel_context
 from pydantic import ConfigDict, PrivateAttr
 from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, fingerprint
@@ -62,11 +62,11 @@ __all__ = ["CodeModeToolset", "SandboxCodeExecutor"]
 
 @dataclass
 class _Cell:
-    """The code tool's context, and the context variables (the current span among them)
-    captured on the runner's loop, for the calls of the running cell."""
+    """The code tool's context, and the OpenTelemetry context of its call (inner calls'
+    spans are its children), for the calls of the running cell."""
 
     ctx: ToolContext
-    context: contextvars.Context
+    otel: Any
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
 
@@ -154,16 +154,14 @@ class CodeModeToolset(BaseToolset):
         code = args.get("code")
         if not isinstance(code, str):
             return {"error": 'expected arguments {"code": "<python source>"}'}
-        cell = _Cell(ctx, contextvars.copy_context())
+        cell = _Cell(ctx, otel_context.get_current())
         reply = await self.codetool.arun_code(code, key=_session_key(ctx), context=cell,
                                               tools=tool.box)
         return _response(reply)
 
     async def _call(self, listing: _Listing, index: int, cell: _Cell,
                     arguments: dict[str, Any]) -> Any:
-        tool = listing.adk[index]
-        return await cell.context.copy().run(asyncio.ensure_future,
-                                             _run_tool(tool, arguments, cell))
+        return await _run_tool(listing.adk[index], arguments, cell)
 
 
 class _CodeTool(BaseTool):
@@ -198,9 +196,9 @@ class _CodeTool(BaseTool):
 async def _run_tool(tool: BaseTool, arguments: dict[str, Any], cell: _Cell) -> Any:
     parent = cell.ctx
     invocation = parent.get_invocation_context()
-    ctx = ToolContext(invocation, event_actions=parent.actions,
-                      function_call_id=f"{parent.function_call_id}:{next(cell.ids)}")
-    with tracer.start_as_current_span(f"execute_tool {tool.name}"):
+    with tracer.start_as_current_span(f"execute_tool {tool.name}", context=cell.otel):
+        ctx = ToolContext(invocation, event_actions=parent.actions,
+                          function_call_id=f"{parent.function_call_id}:{next(cell.ids)}")
         try:
             value = await _dispatch(tool, arguments, ctx, invocation)
         except Exception as exc:

@@ -74,6 +74,7 @@ class _Tools:
     def __init__(self, tools: Iterable[Any], name_by_function: bool = False):
         self.tools = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(resolved(t))
                       for t in tools]
+        self.async_tools = [adapt_to_async_tool(t) for t in self.tools]
         self.declared = [_declaration(t, name_by_function) for t in self.tools]
         self.registry = ToolRegistry(self.declared)
         self.box = toolbox(self.declared, lambda sandbox, i: bind_sync(
@@ -83,21 +84,21 @@ class _Tools:
         tool = self.tools[index]
         call_id = f"{turn.name}:{next(turn.ids)}"
         if turn.is_async or _async_only(tool):
-            return self._acall(tool, arguments, turn.ctx, call_id)
+            return self._acall(self.async_tools[index], arguments, turn.ctx, call_id)
         try:
             output = tool.call(**_with_context(tool, arguments, turn.ctx))
         except Exception as exc:
             raise ToolError(str(exc)) from exc
         return _value(output)
 
-    async def _acall(self, tool: BaseTool, arguments: dict[str, Any], ctx: Context | None,
+    async def _acall(self, tool: Any, arguments: dict[str, Any], ctx: Context | None,
                      call_id: str) -> Any:
         name = tool.metadata.get_name()
         if ctx is not None:
             ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=arguments,
                                                tool_id=call_id))
         try:
-            output = await adapt_to_async_tool(tool).acall(**_with_context(tool, arguments, ctx))
+            output = await tool.acall(**_with_context(tool, arguments, ctx))
         except Exception as exc:  # noqa: BLE001 - reported as the agents report it, then raised
             output = ToolOutput(content=str(exc), tool_name=name, raw_input=arguments,
                                 raw_output=str(exc), is_error=True, exception=exc)
