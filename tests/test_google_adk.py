@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from typing import Any
 
 import pytest
@@ -14,7 +15,10 @@ from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.adk.tools import FunctionTool, ToolContext
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.genai import types
+from mcp import StdioServerParameters
+from mcp_servers import INVENTORY
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -232,3 +236,18 @@ async def test_code_executor_keeps_state_and_saves_figures() -> None:
     figure = await runner.artifact_service.load_artifact(app_name="lab", user_id="u",
                                                          session_id=session.id, filename=saved[0])
     assert figure.inline_data.data.startswith(PNG_MAGIC)
+
+
+async def test_mcp_toolset_tools_are_called_from_code() -> None:
+    mcp = McpToolset(connection_params=StdioConnectionParams(
+        server_params=StdioServerParameters(command=sys.executable, args=[INVENTORY]),
+        timeout=30))
+    runner = InMemoryRunner(agent=LlmAgent(name="shop", model=Script(), tools=[
+        CodeModeToolset([mcp, refund], limits=Limits(timeout_s=60))]), app_name="shop")
+    try:
+        _, (response,) = await ask(runner, "tools = list_items(category='tools')\n"
+                                           "print(sorted(i['sku'] for i in tools), add(a=2, b=3),"
+                                           " refund(order_id=1))")
+    finally:
+        await runner.close()  # closes the code tool's interpreters and the MCP toolset
+    assert response.response == {"result": "['A1', 'C3'] 5 refunded 1"}
