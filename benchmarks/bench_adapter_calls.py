@@ -32,7 +32,15 @@ sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
 from _util import Row, machine, table  # noqa: E402
 from agent_runs import get_order  # noqa: E402
-from bench_peers import Probe, aget_order, guest_loop, guest_per_call, ms, session_probe  # noqa: E402
+from bench_peers import (  # noqa: E402
+    Probe,
+    aget_order,
+    best_of,
+    guest_loop,
+    guest_per_call,
+    ms,
+    session_probe,
+)
 from envs import ROOT, run_peer_script  # noqa: E402
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.models import BaseLlm, LlmResponse  # noqa: E402
@@ -192,13 +200,7 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             probes["LlamaIndex", kind], tool = llama_probe(fn, code)
             stack.callback(tool.close)
             probes["LlamaIndex dispatch", kind] = llama_dispatch_probe(fn, n)
-        samples: dict[tuple[str, str], list[float]] = {key: [] for key in probes}
-        for round_ in range(rounds + 1):
-            for key, probe in probes.items():
-                seconds = await probe()
-                if round_:  # the first round warms up
-                    samples[key].append(seconds)
-    return {key: min(values) for key, values in samples.items()}
+        return await best_of(probes, rounds)
 
 
 def _rows(framework: str, kind: str, total: float, alone: float, dispatch: float,

@@ -23,11 +23,11 @@ TOOLS = [store.list_customers, store.list_orders, store.get_account_manager, sto
          get_exchange_rate]
 """What the examples' agents are given (the store's functions, and its exchange rate)."""
 
-FIRST_CODE = """\
+TOP_CUSTOMER = """\
 import asyncio
 from collections import defaultdict
 
-q3 = await list_orders(status="paid", since="2025-07-01", until="2025-09-30")
+# this cell awaits, so every tool call in it is awaited
 eu = {c["id"]: c for c in await list_customers(region="EU")}
 spent = defaultdict(float)
 for order in q3:
@@ -40,9 +40,15 @@ manager, open_tickets, eur = await asyncio.gather(
     list_tickets(status="open", customer_id=top_id),
     get_exchange_rate(currency="EUR"),
 )
+"""
+"""The work the model's code does once `q3` holds the quarter's paid orders (demo.py's second
+cell too): the top EU customer, their manager, open tickets and the euro rate."""
+
+FIRST_CODE = ('q3 = await list_orders(status="paid", since="2025-07-01", until="2025-09-30")\n'
+              + TOP_CUSTOMER + """\
 print(f"{top['name']} ({top_id}): {spent[top_id]:,.2f} USD = {spent[top_id] / eur['usd']:,.2f} "
       f"EUR; manager {manager['name']}; {len(open_tickets)} open tickets")
-"""
+""")
 SECOND_CODE = """\
 print(f"{sum(o['customer_id'] == top_id for o in q3)} of {len(q3)} Q3 paid orders")
 """

@@ -93,38 +93,32 @@ def test_mcp_example() -> None:
     assert f"{found[1]} {found[2]}" in tokyo and found[3] in new_york, (found[0], tokyo)
 
 
-def check_store_answers(out: str, marker: str) -> None:
-    """The two answers of an example over examples/store_question.py: the question's, and the
-    follow-up's, whose code used variables the first answer's code left behind."""
+def check_store_answers(out: str, marker: str, inner: str) -> None:
+    """The two answers of an example over examples/store_question.py (the question's, and the
+    follow-up's, whose code used variables the first answer's code left behind), and the
+    first answer's five inner calls as the framework reported them (`inner` matches one)."""
     if str(ROOT / "examples") not in sys.path:  # store_question imports store_tools
         sys.path.insert(0, str(ROOT / "examples"))
     first, second = load("store_question").expected_lines()
     answers = re.findall(rf"^=== {marker}: (.*)$", out, re.MULTILINE)
     assert answers == [f"Here is what I found: {first}", f"Here is what I found: {second}"], out
+    assert sorted(re.findall(inner, out, re.MULTILINE)) == [
+        "get_account_manager", "get_exchange_rate", "list_customers", "list_orders",
+        "list_tickets"], out
 
 
 def test_google_adk_example() -> None:
-    out = run_example("google_adk_example")
-    check_store_answers(out, "assistant")
-    calls = re.findall(r"^  callback: (\w+)\(", out, re.MULTILINE)
-    assert sorted(calls) == ["get_account_manager", "get_exchange_rate", "list_customers",
-                             "list_orders", "list_tickets"]
+    check_store_answers(run_example("google_adk_example"), "assistant", r"^  callback: (\w+)\(")
 
 
 def test_llama_index_example() -> None:
-    out = run_example("llama_index_example")
-    check_store_answers(out, "assistant")
-    events = re.findall(r"^  event: (\w+)\(.* as run_python:\d+$", out, re.MULTILINE)
-    assert sorted(events) == ["get_account_manager", "get_exchange_rate", "list_customers",
-                              "list_orders", "list_tickets"]
+    check_store_answers(run_example("llama_index_example"), "assistant",
+                        r"^  event: (\w+)\(.* as run_python:\d+$")
 
 
 def test_crewai_example() -> None:
     """Run with CrewAI's own environment, which `make setup` makes (see the README)."""
     python = ROOT / ".venv-crewai" / "bin" / "python"
     assert python.exists(), "CrewAI's environment is missing: run `make setup`"
-    out = run_example("crewai_example", str(python))
-    check_store_answers(out, "crew")
-    hooks = re.findall(r"^  hook: (\w+)\(.* in the task 'Which EU", out, re.MULTILINE)
-    assert sorted(hooks) == ["get_account_manager", "get_exchange_rate", "list_customers",
-                             "list_orders", "list_tickets"]
+    check_store_answers(run_example("crewai_example", str(python)), "crew",
+                        r"^  hook: (\w+)\(.* in the task 'Which EU")

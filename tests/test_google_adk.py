@@ -4,13 +4,13 @@ and the code executor."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import sys
 from typing import Any
 
 import pytest
 from _pyplot import DRAW, PNG_MAGIC, give_pyplot
+from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, PROGRAM, get_customer, list_orders, refund
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmResponse
 from google.adk.runners import InMemoryRunner
@@ -26,21 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tooliscode import Limits
 from tooliscode.integrations.google_adk import CodeModeToolset, SandboxCodeExecutor
 
-ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
-           "status": ("open", "paid")[i % 2]} for i in range(40)]
-BIG = [o for o in ORDERS if o["status"] == "paid" and o["total"] > 100]
 SPANS = InMemorySpanExporter()
-
-
-def list_orders(status: str) -> list[dict]:
-    """All orders with one status."""
-    return [o for o in ORDERS if o["status"] == status]
-
-
-async def get_customer(customer_id: str) -> dict:
-    """One customer's record."""
-    await asyncio.sleep(0.01)
-    return {"id": customer_id, "tier": "gold" if customer_id in ("c1", "c3") else "basic"}
 
 
 async def remember(note: str, tool_context: ToolContext) -> str:
@@ -48,24 +34,6 @@ async def remember(note: str, tool_context: ToolContext) -> str:
     tool_context.state["notes"] = [*tool_context.state.get("notes", []), note]
     await tool_context.save_artifact("note.txt", types.Part.from_text(text=note))
     return f"noted ({tool_context.function_call_id})"
-
-
-def refund(order_id: int) -> str:
-    """Refund one order."""
-    if order_id < 0:
-        raise ValueError(f"order {order_id} does not exist")
-    return f"refunded {order_id}"
-
-
-PROGRAM = """\
-import asyncio
-orders = list_orders(status="paid")
-big = [o for o in orders if o["total"] > 100]
-ids = sorted({o["customer"] for o in big})
-customers = await asyncio.gather(*(get_customer(customer_id=c) for c in ids))
-note = await remember(note="big ones")
-print(len(big), [c["id"] for c in customers if c["tier"] == "gold"], note)
-"""
 
 
 class Script(BaseLlm):
@@ -135,18 +103,16 @@ async def test_program_gathers_calls_with_context_callbacks_and_spans(code) -> N
     runner = make_runner(code, before_tool_callback=lambda tool, args, tool_context: seen.append(
         tool.name))
     SPANS.clear()
-    session, (response,) = await ask(runner, PROGRAM)
+    session, (response,) = await ask(
+        runner, PROGRAM + 'print(len(big), gold, await remember(note="big ones"))')
 
-    gold = sorted({o["customer"] for o in BIG} & {"c1", "c3"})
-    assert response.response == {"result": f"{len(BIG)} {gold} noted (call-1:"
-                                 f"{2 + len({o['customer'] for o in BIG})})"}
+    assert response.response == {"result": f"{len(BIG)} {GOLD} noted (call-1:{2 + CUSTOMERS})"}
     request = runner.agent.model.seen[0]
     assert [d.name for t in request.config.tools for d in t.function_declarations] == \
         ["run_python"]
     assert "def list_orders(status: str) -> list[dict[str, Any]]:" in \
         request.config.system_instruction
-    customers = len({o["customer"] for o in BIG})
-    assert seen == ["run_python", "list_orders", *["get_customer"] * customers, "remember"]
+    assert seen == ["run_python", "list_orders", *["get_customer"] * CUSTOMERS, "remember"]
     assert session.state["notes"] == ["big ones"], "the inner ToolContext's state is saved"
     spans = {s.name: s for s in SPANS.get_finished_spans()}
     outer = spans["execute_tool run_python"]
@@ -171,15 +137,13 @@ async def test_state_and_artifacts_land_with_the_code_tools_event(code) -> None:
 
 
 async def test_a_failing_tool_and_a_failing_cell(code) -> None:
-    caught = ("try:\n    refund(order_id=-1)\nexcept ToolError as e:\n    print('caught:', e)\n"
-              "print(refund(order_id=7))")
     errors: list[str] = []
 
     def on_error(tool: Any, args: Any, tool_context: Any, error: Exception) -> Any:
         errors.append(f"{tool.name}: {error}")
 
     runner = make_runner(code, on_tool_error_callback=on_error)
-    _, (first, second, third) = await ask(runner, caught, "refund(order_id=-5)", "1 / 0")
+    _, (first, second, third) = await ask(runner, CAUGHT, "refund(order_id=-5)", "1 / 0")
     assert first.response["result"] == "caught: ValueError: order -1 does not exist\nrefunded 7"
     assert "order -5 does not exist" in second.response["error"]
     assert "ZeroDivisionError" in third.response["error"]

@@ -5,12 +5,12 @@ one that wants the workflow Context) and the run's event stream.
 No `from __future__ import annotations`: FunctionTool finds a `Context` parameter by its
 annotation object."""
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 from _pyplot import DRAW, PNG_MAGIC, give_pyplot
+from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, ORDERS, PROGRAM, get_customer, list_orders, refund
 from llama_index.core.agent.workflow import (
     CodeActAgent,
     FunctionAgent,
@@ -29,21 +29,6 @@ from tooliscode.integrations.llama_index import (
     as_llama_index_tool,
 )
 
-ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
-           "status": ("open", "paid")[i % 2]} for i in range(40)]
-BIG = [o for o in ORDERS if o["status"] == "paid" and o["total"] > 100]
-
-
-def list_orders(status: str) -> list[dict]:
-    """All orders with one status."""
-    return [o for o in ORDERS if o["status"] == status]
-
-
-async def get_customer(customer_id: str) -> dict:
-    """One customer's record."""
-    await asyncio.sleep(0.01)
-    return {"id": customer_id, "tier": "gold" if customer_id in ("c1", "c3") else "basic"}
-
 
 async def visits(ctx: Context) -> int:
     """How many times this conversation asked (kept in the workflow's state)."""
@@ -52,25 +37,8 @@ async def visits(ctx: Context) -> int:
     return count
 
 
-def refund(order_id: int) -> str:
-    """Refund one order."""
-    if order_id < 0:
-        raise ValueError(f"order {order_id} does not exist")
-    return f"refunded {order_id}"
-
-
 TOOLS = [list_orders, FunctionTool.from_defaults(async_fn=get_customer),
          FunctionTool.from_defaults(async_fn=visits), refund]
-PROGRAM = """\
-import asyncio
-orders = await list_orders(status="paid")
-big = [o for o in orders if o["total"] > 100]
-ids = sorted({o["customer"] for o in big})
-customers = await asyncio.gather(*(get_customer(customer_id=c) for c in ids))
-print(len(big), [c["id"] for c in customers if c["tier"] == "gold"], await visits())
-"""
-GOLD = sorted({o["customer"] for o in BIG} & {"c1", "c3"})
-
 
 @pytest.fixture(scope="module")
 def code():
@@ -105,14 +73,14 @@ def results(events: list[Any]) -> list[ToolCallResult]:
 
 
 async def test_function_agent_gathers_calls_with_context_and_events(code) -> None:
-    agent = FunctionAgent(tools=[code], llm=function_calls(PROGRAM))
+    agent = FunctionAgent(tools=[code], llm=function_calls(
+        PROGRAM + "print(len(big), gold, await visits())"))
     ctx = Context(agent)
     answer, events = await run(agent, ctx)
     expected = f"{len(BIG)} {GOLD} 1"
     assert str(answer) == f"answer: {expected}"
     inner = [e for e in results(events) if e.tool_name != "run_python"]
-    customers = len({o["customer"] for o in BIG})
-    assert [e.tool_name for e in inner] == ["list_orders", *["get_customer"] * customers, "visits"]
+    assert [e.tool_name for e in inner] == ["list_orders", *["get_customer"] * CUSTOMERS, "visits"]
     assert all(e.tool_id.startswith("run_python:") and not e.tool_output.is_error for e in inner)
     assert len([e for e in events if isinstance(e, ToolCall)]) >= len(inner) + 1
     (outer,) = [e for e in results(events) if e.tool_name == "run_python"]
@@ -121,9 +89,7 @@ async def test_function_agent_gathers_calls_with_context_and_events(code) -> Non
 
 
 async def test_react_agent_and_failures(code) -> None:
-    caught = ("try:\n    refund(order_id=-1)\nexcept ToolError as e:\n    print('caught:', e)\n"
-              "print(refund(order_id=7))")
-    steps = [caught, "refund(order_id=-5)", "1 / 0"]
+    steps = [CAUGHT, "refund(order_id=-5)", "1 / 0"]
 
     def reply(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
         if steps:

@@ -8,8 +8,10 @@ import json
 import threading
 from typing import Any
 
+import _shop as shop
 import pytest
 from _pyplot import DRAW, give_pyplot
+from _shop import BIG, CAUGHT, PROGRAM
 from crewai import Agent, Crew, Task
 from crewai.events.event_bus import crewai_event_bus
 from crewai.events.types.tool_usage_events import ToolUsageFinishedEvent
@@ -22,39 +24,7 @@ from crewai.tools import tool
 from tooliscode import Limits
 from tooliscode.integrations.crewai import CodeModeTool, code_mode
 
-ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
-           "status": ("open", "paid")[i % 2]} for i in range(40)]
-BIG = [o for o in ORDERS if o["status"] == "paid" and o["total"] > 100]
-GOLD = sorted({o["customer"] for o in BIG} & {"c1", "c3"})
-
-
-@tool
-def list_orders(status: str) -> list[dict]:
-    """All orders with one status."""
-    return [o for o in ORDERS if o["status"] == status]
-
-
-@tool
-def get_customer(customer_id: str) -> dict:
-    """One customer's record."""
-    return {"id": customer_id, "tier": "gold" if customer_id in ("c1", "c3") else "basic"}
-
-
-@tool
-def refund(order_id: int) -> str:
-    """Refund one order."""
-    if order_id < 0:
-        raise ValueError(f"order {order_id} does not exist")
-    return f"refunded {order_id}"
-
-
-PROGRAM = """\
-orders = list_orders(status="paid")
-big = [o for o in orders if o["total"] > 100]
-ids = sorted({o["customer"] for o in big})
-customers = [get_customer(customer_id=c) for c in ids]
-print(len(big), [c["id"] for c in customers if c["tier"] == "gold"])
-"""
+list_orders, get_customer, refund = tool(shop.list_orders), tool(shop.get_customer), tool(shop.refund)
 
 
 class Script(BaseLLM):
@@ -122,9 +92,10 @@ def test_program_with_hooks_and_events(agent: Agent) -> None:
     register_before_tool_call_hook(before)
     try:
         _, out, events = kickoff(agent, PROGRAM.replace(
-            "customers = [get_customer(customer_id=c) for c in ids]",
+            "customers = await asyncio.gather(*(get_customer(customer_id=c) for c in ids))",
             "customers = []\nfor c in ids:\n    try:\n        customers.append("
-            "get_customer(customer_id=c))\n    except ToolError as e:\n        print('blocked', c)"))
+            "await get_customer(customer_id=c))\n    except ToolError:\n"
+            "        print('blocked', c)") + "print(len(big), gold)")
     finally:
         unregister_before_tool_call_hook(before)
     assert out.startswith("answer: blocked c3\n")
@@ -138,9 +109,7 @@ def test_program_with_hooks_and_events(agent: Agent) -> None:
 
 
 def test_a_failing_tool_and_a_failing_cell(agent: Agent) -> None:
-    caught = ("try:\n    refund(order_id=-1)\nexcept ToolError as e:\n    print('caught:', e)\n"
-              "print(refund(order_id=7))")
-    _, out, events = kickoff(agent, caught)
+    _, out, events = kickoff(agent, CAUGHT)
     assert out == "answer: caught: order -1 does not exist\nrefunded 7"
     _, out, events = kickoff(agent, "1 / 0")
     assert "ZeroDivisionError" in out
