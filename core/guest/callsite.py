@@ -2,9 +2,9 @@
 
 Models mix three styles in one cell: `x = tool()` (they want the value), `await tool()` (they
 want the value, awaited) and `gather(tool(), ...)` (they want something to await later). The
-caller's next instructions tell them apart. They are read with `dis`, by name, so every
-CPython the guests run (3.12 on the default runtime, 3.15 on the data runtime) is covered,
-and once per call site.
+caller's next instructions tell them apart. They are read from the code's bytes by
+instruction name (`opcode.opname`), so every CPython the guests run (3.12 on the default
+runtime, 3.15 on the data runtime) is covered, and once per call site.
 """
 
 from __future__ import annotations
@@ -58,15 +58,18 @@ def call_site(frame: Any) -> int:
 
 
 def _read(code: Any, at: int) -> int:
-    import dis
+    """`call_site` for the call at byte offset `at` of `code`, read from the few code units
+    after it. (`dis.get_instructions` would decode the whole code, with its positions: tens of
+    milliseconds for a cell of a few lines, paid once per call site of every cell.)"""
+    from opcode import opname
 
-    after = iter([i for i in dis.get_instructions(code) if i.offset >= at])
-    call = next(after, None)
-    if call is None or call.offset != at or not call.opname.startswith("CALL"):
+    raw = code.co_code  # no specialised instructions: the ones the compiler wrote
+    if at + 1 >= len(raw) or not opname[raw[at]].startswith("CALL"):
         return HANDED_ON
-    loaded = 0
-    for ins in after:
-        name = ins.opname
+    loaded = extended = 0
+    for offset in range(at + 2, len(raw), 2):
+        name, arg = opname[raw[offset]], raw[offset + 1] | extended
+        extended = arg << 8 if name == "EXTENDED_ARG" else 0
         if name in _SKIP:
             continue
         if name in _AFTER_LOADS:
@@ -74,9 +77,9 @@ def _read(code: Any, at: int) -> int:
         if loaded == 0:
             if name == "GET_AWAITABLE":
                 return AWAITED
-            if name in _NOW or name.startswith(_NOW_PREFIXES) or name == "CALL" and ins.arg == 0:
+            if name in _NOW or name.startswith(_NOW_PREFIXES) or name == "CALL" and arg == 0:
                 return VALUE  # `CALL 0`: the value is a generator expression's iterable (3.13+)
-            if name in _PROLOGUE and not (name.startswith("BUILD_") and ins.arg):
+            if name in _PROLOGUE and not (name.startswith("BUILD_") and arg):
                 continue
         if not name.startswith("LOAD_") or name in _NOT_LOADS:
             return HANDED_ON
