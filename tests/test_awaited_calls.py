@@ -153,6 +153,14 @@ async def test_an_awaited_sync_tool_needs_no_thread_but_gathered_ones_get_theirs
         run, "import asyncio\n(await whoami(), await asyncio.gather(whoami(), whoami()))")
     assert alone == "tooliscode-guest"
     assert all(name.startswith("tooliscode-tool") for name in gathered)
+    # however the awaited value is used next: kept, returned, indexed, in a comprehension
+    shapes = ("x = await whoami()\n    return x", "return await whoami()",
+              "return (await whoami())[:99]", "return [await whoami() for _ in 'ab'][1]",
+              "return {'t': await whoami()}['t']")
+    threads = await _value(run, "".join(f"async def f{i}():\n    {body}\n"
+                                        for i, body in enumerate(shapes))
+                           + f"[{', '.join(f'await f{i}()' for i in range(len(shapes)))}]")
+    assert threads == ["tooliscode-guest"] * len(shapes)
 
 
 async def test_errors_of_awaited_calls_are_tool_errors(run):
