@@ -45,6 +45,7 @@ bench: setup
 
 lint: setup
 	$(PY) -m ruff check core integrations tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) $(CREW) build *.egg-info

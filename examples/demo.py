@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import store_tools as store
 from store_question import QUESTION, TOP_CUSTOMER
 from tooliscode import ToolIsCode
-from tooliscode.openai.loop import LoopResult, run_conversation
+from tooliscode.openai import LoopResult, run_conversation
 from tooliscode.openai.testing import ScriptedRequest, ScriptedServer, code
-from tooliscode.prompt.tokens import TOKENIZER, ContextCounter
+from tooliscode.prompt import TOKENIZER, ContextCounter
 
 PROMPT = QUESTION
 
