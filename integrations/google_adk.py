@@ -46,8 +46,8 @@ from pydantic import ConfigDict, PrivateAttr
 from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.mcp.tools import mcp_result_value
-from tooliscode.prompt.codetool import (
+from tooliscode.mcp import mcp_result_value
+from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt.codetool import (
+from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
