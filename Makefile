@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # CrewAI pins mcp<2 and openai<3, which the mcp, openai-agents and pydantic-ai extras cannot
-# share: it gets an environment of its own, where tests/crewai runs.
+# share: it gets an environment of its own, where tests/crewai_env runs.
 CREW       := .venv-crewai
 CREW_PY    := $(CREW)/bin/python
 CREW_STAMP := $(CREW)/.installed
@@ -35,10 +35,10 @@ demo: $(STAMP)
 # tests/unit boots no guest).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
-	$(CREW_PY) -m pytest -q tests/crewai
+	$(CREW_PY) -m pytest -q tests/crewai_env
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
 		--ignore=tests/data --ignore=tests/unit
-	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai
+	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -8,8 +8,8 @@ import time
 import pytest
 from tooliscode import Limits, Session, ToolError
 
-# tests/crewai runs in its own environment (see tests/crewai/conftest.py and the Makefile).
-collect_ignore = [] if importlib.util.find_spec("crewai") else ["crewai"]
+# tests/crewai_env runs in CrewAI's own environment (see its conftest.py and the Makefile).
+collect_ignore = [] if importlib.util.find_spec("crewai") else ["crewai_env"]
 
 
 def get_order(order_id: int) -> dict:

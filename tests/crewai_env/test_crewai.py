@@ -22,7 +22,7 @@ from crewai.hooks import (
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
 from tooliscode import Limits
-from tooliscode.integrations.crewai import CodeModeTool, code_mode
+from tooliscode.integrations.crewai import CodeModeTool, as_crewai_tool, code_mode
 
 list_orders, get_customer, refund = tool(shop.list_orders), tool(shop.get_customer), tool(shop.refund)
 
@@ -80,6 +80,9 @@ def test_code_mode_replaces_the_agents_tools(agent: Agent) -> None:
     assert isinstance(code, CodeModeTool)
     assert [t.name for t in code.tools] == ["list_orders", "get_customer", "refund"]
     assert "def list_orders(status: str) -> list[dict[str, Any]]:" in code.description
+    bare = as_crewai_tool([])  # a sandboxed interpreter with no tools, for agents that code
+    assert bare.name == "run_python" and bare.tools == []
+    bare.close()
 
 
 def test_program_with_hooks_and_events(agent: Agent) -> None:
