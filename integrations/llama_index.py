@@ -45,7 +45,7 @@ from tooliscode.prompt import (
 )
 from tooliscode.runtime import Runtime, python_note
 
-from ._inner import bind_sync, resolved, returns, toolbox
+from ._inner import bind_async, resolved, returns, toolbox
 
 __all__ = ["CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
 
@@ -77,14 +77,16 @@ class _Tools:
         self.async_tools = [adapt_to_async_tool(t) for t in self.tools]
         self.declared = [_declaration(t, name_by_function) for t in self.tools]
         self.registry = ToolRegistry(self.declared)
-        self.box = toolbox(self.declared, lambda sandbox, i: bind_sync(
+        self.box = toolbox(self.declared, lambda sandbox, i: bind_async(
             self.declared[i], sandbox, _Turn, lambda turn, args: self.call(i, turn, args)))
 
-    def call(self, index: int, turn: _Turn, arguments: dict[str, Any]) -> Any:
+    async def call(self, index: int, turn: _Turn, arguments: dict[str, Any]) -> Any:
+        if turn.is_async or _async_only(self.tools[index]):
+            call_id = f"{turn.name}:{next(turn.ids)}"
+            return await self._acall(self.async_tools[index], arguments, turn.ctx, call_id)
+        # Called with `call`: the sync tool runs where the code tool was called from (the
+        # sandbox's own loop, no other work on it), as `call` would run it.
         tool = self.tools[index]
-        call_id = f"{turn.name}:{next(turn.ids)}"
-        if turn.is_async or _async_only(tool):
-            return self._acall(self.async_tools[index], arguments, turn.ctx, call_id)
         try:
             output = tool.call(**_with_context(tool, arguments, turn.ctx))
         except Exception as exc:
