@@ -6,12 +6,22 @@ from ._envelope import ENV_KEY, pack, unpack
 from ._folder import INTERNAL_DIR, FileInfo
 from ._keyed import KeyedSessions
 from ._limits import Limits
+from ._pause import (
+    CallInfo,
+    CallPaused,
+    CallRecord,
+    CellLog,
+    Decision,
+    PendingCall,
+    current_call,
+)
 from ._renewal import Renewal
 from ._result import CellImage, CellResult, ToolCallRecord
 from ._session import Session
 from ._snapshot import SessionState, snapshot_runtime
 from ._tool_calls import background_loop
 
-__all__ = ["ENV_KEY", "INTERNAL_DIR", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
+__all__ = ["ENV_KEY", "INTERNAL_DIR", "CallInfo", "CallPaused", "CallRecord", "CellLog",
+           "Decision", "PendingCall", "current_call", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
            "Limits", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
            "pack", "snapshot_runtime", "unpack"]
