@@ -50,13 +50,18 @@ class Parked:
                        None if expires_s is None else time.time() + expires_s)
 
     def deliver(self, decisions: Mapping[str, Decision], loop: asyncio.AbstractEventLoop | None
-                ) -> cf.Future:
+                ) -> cf.Future | None:
         """Hand `decisions` in (async tools now run on `loop`); returns the future that is set
-        if the cell pauses again."""
+        if the cell pauses again, or None when calls are left undecided (it stays paused)."""
         calls = self.command.context.calls
+        parking = calls.parking
+        waiting = [p.id for p in self.pending]
+        if any(i not in decisions for i in waiting) and not self.command.future.done():
+            parking.deliver(decisions)  # kept for when the rest come
+            return None
         calls.rebind(loop)
-        signal = calls.parking.next_signal()
-        calls.parking.deliver(decisions)
+        signal = parking.next_signal()
+        parking.deliver(decisions)
         return signal
 
     def give_up(self, message: str) -> None:

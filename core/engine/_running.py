@@ -193,6 +193,9 @@ class CellRunner:
     def _continue(self, parked: Parked, decisions: Mapping[str, Decision],
                   loop: asyncio.AbstractEventLoop | None) -> CellResult:
         signal = parked.deliver(decisions, loop)
+        if signal is None:
+            self._parked = parked
+            return paused_result(parked)
         result = self._wait_cell(parked.worker, parked.command, parked.code, signal,
                                  parked.remaining_s(WATCHDOG_GRACE_S))
         return result if result is not None else self._trapped(
@@ -201,6 +204,9 @@ class CellRunner:
     async def _acontinue(self, parked: Parked, decisions: Mapping[str, Decision],
                          loop: asyncio.AbstractEventLoop) -> CellResult:
         signal = parked.deliver(decisions, loop)
+        if signal is None:
+            self._parked = parked
+            return paused_result(parked)
         result = await self._await_cell(parked.worker, parked.command, parked.code, signal,
                                         parked.remaining_s(WATCHDOG_GRACE_S), loop)
         return result if result is not None else await asyncio.to_thread(

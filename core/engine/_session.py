@@ -126,6 +126,12 @@ class Session(CellRunner, Closing):
         parked = self._parked
         return parked.pending if parked is not None else ()
 
+    @property
+    def paused_for(self) -> str | None:
+        """The code tool call (`run(call_id=...)`) whose cell is paused, if one is."""
+        parked = self._parked
+        return parked.command.context.calls.outer_id if parked is not None else None
+
     def paused_log(self) -> CellLog | None:
         """The paused cell as a log to continue it in another process (`run(log=...)`)."""
         parked = self._parked
