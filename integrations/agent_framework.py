@@ -22,7 +22,6 @@ survive across the runs of one session.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import itertools
@@ -46,6 +45,8 @@ from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import CODE_TOOL_SCHEMA, code_tool_description, instructions
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import return_schema
+
+from ._context import run_in
 
 __all__ = ["CodeActProvider", "ExecuteCodeTool"]
 
@@ -73,8 +74,8 @@ class _Cell:
             tools=outer.tools,
             parent_service_session_state_keys=outer.parent_service_session_state_keys)
         try:
-            return await tool.invoke(arguments=arguments, context=ctx, skip_parsing=True,
-                                     tool_call_id=f"{self.call_id}:{next(self.ids)}")
+            return _plain(await tool.invoke(arguments=arguments, context=ctx, skip_parsing=True,
+                                            tool_call_id=f"{self.call_id}:{next(self.ids)}"))
         except ToolException as exc:
             raise ToolError(str(exc)) from None
 
@@ -90,8 +91,7 @@ class _InnerTool:
         cell = self.sandbox.context
         if not isinstance(cell, _Cell):
             raise ToolError("tools can only be called while execute_code runs")
-        return await cell.context.copy().run(asyncio.ensure_future,
-                                             cell.call(self.tool, arguments))
+        return await run_in(cell.context.copy(), cell.call(self.tool, arguments))
 
 
 def _declaration(tool: FunctionTool) -> Tool:
@@ -104,18 +104,39 @@ def _declaration(tool: FunctionTool) -> Tool:
 
 
 def _collect(*groups: Any, name: str) -> list[FunctionTool]:
-    """Function tools by name, later ones replacing earlier ones; the code tool itself and
-    tools that are not functions are left out (the code cannot call them)."""
+    """Function tools by name, later ones replacing earlier ones. An MCP tool gives the
+    functions it listed when it connected; the code tool itself is left out."""
     found: dict[str, FunctionTool] = {}
     for group in groups:
         for item in normalize_tools(group):
-            if not isinstance(item, FunctionTool) or isinstance(item, ExecuteCodeTool):
-                continue
-            if item.name == name:
-                continue
-            found.pop(item.name, None)
-            found[item.name] = item
+            listed = getattr(item, "functions", None)
+            if not isinstance(item, FunctionTool) and isinstance(listed, list):
+                if not listed:
+                    raise ValueError(f"{getattr(item, 'name', item)!r} lists no functions: "
+                                     "connect the MCP tool before registering it")
+                items = listed
+            elif isinstance(item, FunctionTool):
+                items = [item]
+            else:
+                raise TypeError(f"code can call function tools only, not {type(item).__name__}"
+                                "; give other tools to the Agent itself")
+            for tool in items:
+                if isinstance(tool, ExecuteCodeTool) or tool.name == name:
+                    continue
+                found.pop(tool.name, None)
+                found[tool.name] = tool
     return list(found.values())
+
+
+def _plain(value: Any) -> Any:
+    """What the code gets: a tool's value, or, for `Content` (MCP tools return a list of
+    it), its text."""
+    if isinstance(value, Content):
+        value = [value]
+    if isinstance(value, list) and value and all(isinstance(c, Content) for c in value):
+        if all(c.type == "text" for c in value):
+            return "".join(c.text or "" for c in value)
+    return value
 
 
 class ExecuteCodeTool(FunctionTool):

@@ -5,7 +5,9 @@ one), real function tools, sessions, approval and runtime keyword arguments."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping, MutableSequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -17,6 +19,7 @@ from agent_framework import (
     Content,
     FunctionInvocationContext,
     FunctionInvocationLayer,
+    MCPStdioTool,
     Message,
     tool,
 )
@@ -251,3 +254,23 @@ async def test_a_store_keeps_a_sessions_interpreter_for_another_provider(tmp_pat
         assert client.last_result_text() == "[value] 'in the store'"
     finally:
         two.close()
+
+
+async def test_an_mcp_tools_functions_run_from_code():
+    clock = MCPStdioTool(name="clock", command=str(Path(sys.executable).parent / "mcp-server-time"),
+                         args=["--local-timezone", "UTC"])
+    async with clock:
+        provider = CodeActProvider(tools=[clock], limits=Limits(timeout_s=20))
+        try:
+            client = ScriptedClient(code(
+                "import json\n"
+                "now = json.loads(get_current_time(timezone='Asia/Tokyo'))\n"
+                "print(now['timezone'], now['datetime'][-6:])"), "done")
+            await Agent(client=client, context_providers=[provider]).run(
+                "time in Tokyo?", session=AgentSession())
+            assert client.last_result_text().strip() == "Asia/Tokyo +09:00"
+            assert {t.name for t in provider.get_tools()} == {"get_current_time", "convert_time"}
+        finally:
+            provider.close()
+    with pytest.raises(TypeError, match="function tools only"):
+        CodeActProvider(tools=[{"type": "web_search"}])
