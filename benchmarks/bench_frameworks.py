@@ -203,7 +203,8 @@ class Scripted(Model):
 
 
 def agent_runs(runs: int) -> dict[str, float]:
-    """Median seconds of a `CodeAgent.run` on each executor, the two taking turns."""
+    """Median (and best) seconds of a `CodeAgent.run` on each executor, the two taking
+    turns."""
     ours = WasmExecutor()
     agents = {"ours": CodeAgent(tools=[smol_get_order], model=Scripted(), executor=ours,
                                 verbosity_level=-1),
@@ -211,21 +212,24 @@ def agent_runs(runs: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in agents}
     try:
         for round_ in range(runs + 3):
+            if round_ == 3:  # three runs each to warm up; then the warm pool, which refills
+                time.sleep(1.5)  # in the background, is full and no longer competes
             for name, agent in agents.items():
                 start = time.perf_counter()
                 assert agent.run("go") == 1
-                if round_ >= 3:  # three runs each to warm up
+                if round_ >= 3:
                     samples[name].append(time.perf_counter() - start)
         printed = agents["ours"].memory.steps[1].observations
         assert printed.startswith("Execution logs:\n1\n"), printed
     finally:
         ours.cleanup()
-    return {name: sorted(values)[len(values) // 2] for name, values in samples.items()}
+    return {**{name: sorted(values)[len(values) // 2] for name, values in samples.items()},
+            **{f"{name} best": min(values) for name, values in samples.items()}}
 
 
 # -- 3. filter and compute -------------------------------------------------------------------------
 
-def workloads(repeat: int = 5) -> list[Row]:
+def workloads(repeat: int = 3) -> list[Row]:
     ours, local = WasmExecutor(limits=Limits(timeout_s=120)), LocalPythonExecutor([])
     for executor in (ours, local):
         executor.send_variables({})
@@ -322,8 +326,9 @@ def rows(calls: int = 200, rounds: int = 9, runs: int = 20) -> list[Row]:
     times = agent_runs(runs)
     found.append(Row("smolagents CodeAgent run (print(1), then final_answer), turn about: "
                      "ours / LocalPythonExecutor",
-                     f"{ms(times['ours'])} / {ms(times['local'])} = "
-                     f"{times['ours'] / times['local']:.2f}x", "-", "info"))
+                     f"median {ms(times['ours'])} / {ms(times['local'])} = "
+                     f"{times['ours'] / times['local']:.2f}x; best {ms(times['ours best'])} / "
+                     f"{ms(times['local best'])}", "-", "info"))
     found += workloads()
     found += limit_rows()
     return found

@@ -5,6 +5,7 @@ one), real function tools, sessions, approval and runtime keyword arguments."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 from collections.abc import Mapping, MutableSequence
 from pathlib import Path
@@ -31,6 +32,9 @@ from tooliscode.integrations.agent_framework import CodeActProvider, ExecuteCode
 ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": (i * 37) % 250,
            "status": ("open", "paid")[i % 2]} for i in range(40)]
 SEEN_CONTEXTS: list[FunctionInvocationContext] = []
+REQUEST = contextvars.ContextVar("request", default=None)
+"""Set by the caller around a run, as a tracing or logging library sets its current span."""
+SEEN_REQUESTS: list[Any] = []
 
 
 @tool
@@ -43,6 +47,7 @@ def list_orders(status: Annotated[str, "open or paid"]) -> list[dict]:
 async def get_customer(customer_id: str, ctx: FunctionInvocationContext) -> dict:
     """One customer's record."""
     SEEN_CONTEXTS.append(ctx)
+    SEEN_REQUESTS.append(REQUEST.get())
     await asyncio.sleep(0.01)
     return {"id": customer_id, "name": f"Customer {customer_id}",
             "tier": "gold" if customer_id in ("c1", "c3") else "basic",
@@ -132,6 +137,8 @@ async def test_a_program_gathers_tool_calls_with_the_run_context(codeact):
     agent = Agent(client=client, instructions="Be brief.", context_providers=[codeact])
     session = AgentSession()
     SEEN_CONTEXTS.clear()
+    SEEN_REQUESTS.clear()
+    REQUEST.set("request-7")
     result = await agent.run("Which gold customers paid most?", session=session,
                              function_invocation_kwargs={"tenant": "acme"})
     assert result.text == "done"
@@ -145,6 +152,8 @@ async def test_a_program_gathers_tool_calls_with_the_run_context(codeact):
     # Inner calls got a context of this run: its session and its keyword arguments.
     assert len(SEEN_CONTEXTS) == len({o["customer"] for o in BIG})
     assert {c.session.session_id for c in SEEN_CONTEXTS} == {session.session_id}
+    # ... and the context variables of the code tool's call (spans nest through these).
+    assert SEEN_REQUESTS == ["request-7"] * len(SEEN_CONTEXTS)
     assert session.state["tooliscode_codeact"]["tool_names"] == [
         "list_orders", "get_customer", "refund"]
 
