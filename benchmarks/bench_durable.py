@@ -28,7 +28,7 @@ from tooliscode import Limits, Session
 ROWS = "data = [{{'id': i, 'name': f'item {{i}}', 'tags': ['a', 'b']}} for i in range({n})]"
 TEN_MB = ROWS.format(n=50_000)
 """About 10 MB of objects (`_held` prints it), in about 11 MB of fresh pages: the start image's
-free holes are filled when it is built (`runtime/imageballast.py`), else the guest's allocator
+free holes are filled when it is built (`runtime/data/_image_ballast.py`), else the guest's allocator
 spread these objects over 8,000 of the image's pages and the snapshot carried 44 MB."""
 BIG = ROWS.format(n=100_000)
 """The earlier "10 MB" row: about 20 MB of objects."""
@@ -67,7 +67,7 @@ def _held(s: Session) -> str:
     count, size = s.run(HELD).stdout.split()
     held = f"{int(count):,} dicts, {size} MB of objects"
     if s.runtime.turn_based:
-        from tooliscode.runtime import pagemap
+        from tooliscode.runtime.data import _page_map as pagemap
 
         def written(guest) -> int:
             address, length = guest.memory_span()
@@ -114,13 +114,13 @@ def _compressor_row() -> Row:
     when they are few: zlib is the fastest compressor the standard library has (lzma and bz2
     are slower still); measured on a data-runtime session holding the 47 MB of data, with
     every written page compared with the image."""
-    from tooliscode.durable import exact, pages
+    from tooliscode.runtime.data import _exact as exact
+    from tooliscode.runtime.data import _memory_delta as pages
 
     with Session([], limits=LIMITS, runtime="data") as s:
         s.run(BIG)
         worker = s._state.worker
-        image = exact.image_of(worker)
-        opened = exact._opened(image.path)
+        opened = exact._opened(worker.instance.image.path)
 
         def streams(guest) -> tuple[bytes, bytes]:  # the views into memory are good until then
             delta = pages.take(*guest.memory_span(), opened.base, opened.empty, 1 << 40)
