@@ -36,11 +36,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
-from _util import Row, machine, table  # noqa: E402
+from _util import Row, machine, median_s, table  # noqa: E402
 from agent_framework import AgentSession, FunctionInvocationContext, FunctionTool  # noqa: E402
 from agent_framework import tool as af_tool  # noqa: E402
 from bench_core import FILTER_CODE, ORDERS, native_filter  # noqa: E402
-from bench_peers import Probe, guest_loop, guest_per_call, ms, session_probe  # noqa: E402
+from bench_peers import (  # noqa: E402
+    Probe,
+    adapter_rows,
+    guest_loop,
+    guest_per_call,
+    ms,
+    session_probe,
+)
 from smolagents import ChatMessage, CodeAgent, LocalPythonExecutor, MessageRole, Model  # noqa: E402
 from smolagents import tool as smol_tool  # noqa: E402
 from tooliscode import Limits, Session, as_tool  # noqa: E402
@@ -168,21 +175,11 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
 
 
 def per_call_rows(best: dict[tuple[str, str], float]) -> list[Row]:
-    rows = []
     # The Agent Framework calls every tool from its event loop: inner calls take the sandbox's
     # async route. smolagents runs its executor synchronously: the sync route.
-    for framework, kind, route in (("Agent Framework", "sync", "async"),
-                                   ("Agent Framework", "async", "async"),
-                                   ("smolagents", "sync", "sync")):
-        total, alone = best[framework, kind], best["sandbox", route]
-        dispatch = best[f"{framework} dispatch", kind]
-        own = total - alone - dispatch
-        rows.append(Row(f"{framework} {kind} tool: one call from code, through the adapter",
-                        f"{ms(total)} = sandbox ({route} route) {ms(alone)} + {framework}'s "
-                        f"own dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"))
-        rows.append(Row(f"{framework} {kind} tool: the adapter's own overhead", ms(own),
-                        "<= 0.15 ms", "ok" if own <= 0.00015 else "over"))
-    return rows
+    return [*adapter_rows(best, "Agent Framework", "sync", "async"),
+            *adapter_rows(best, "Agent Framework", "async", "async"),
+            *adapter_rows(best, "smolagents", "sync", "sync")]
 
 
 # -- 2. a CodeAgent run ----------------------------------------------------------------------------
@@ -241,16 +238,9 @@ def workloads(repeat: int = 3) -> list[Row]:
                                      native_filter),
                                     ("compute loop (200,000 iterations)", COMPUTE,
                                      native_compute)):
-            times = {}
-            for name, run in (("ours", lambda c=code: ours(c)), ("local", lambda c=code: local(c)),
-                              ("native", native)):
-                run()
-                samples = []
-                for _ in range(repeat):
-                    start = time.perf_counter()
-                    run()
-                    samples.append(time.perf_counter() - start)
-                times[name] = sorted(samples)[repeat // 2]
+            times = {name: median_s(run, repeat, warmup=1) for name, run in (
+                ("ours", lambda c=code: ours(c)), ("local", lambda c=code: local(c)),
+                ("native", native))}
             assert ours(code).logs.split()[0] == local(code).logs.split()[0]  # the same answer
             rows.append(Row(f"smolagents executors, {label}: ours / LocalPythonExecutor / "
                             "native CPython",

@@ -283,6 +283,20 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
+def adapter_rows(best: dict[tuple[str, str], float], framework: str, kind: str,
+                 route: str) -> list[Row]:
+    """One inner call through `framework`'s adapter, split: the sandbox round trip on
+    `route` alone, the framework's own dispatch, and what is left, the adapter's own."""
+    total, alone = best[framework, kind], best["sandbox", route]
+    dispatch = best[f"{framework} dispatch", kind]
+    own = total - alone - dispatch
+    return [Row(f"{framework} {kind} tool: one call from code, through the adapter",
+                f"{ms(total)} = sandbox ({route} route) {ms(alone)} + {framework}'s own "
+                f"dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"),
+            Row(f"{framework} {kind} tool: the adapter's own overhead", ms(own), "<= 0.15 ms",
+                "ok" if own <= 0.00015 else "over")]
+
+
 async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: int = 9,
                 peer: bool = True, pyodide: bool = True) -> list[Row]:
     """The peer comparison and the adapters' per-call overhead, as table rows."""
@@ -342,15 +356,8 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
             # PydanticAI and the Agents SDK call every tool from their event loop, so their
             # inner calls always take the sandbox's route to the loop (the async one);
             # LangChain's sync tools run right on the sandbox's thread.
-            route = kind if framework == "LangChain" else "async"
-            total, alone = best[framework, kind], best["sandbox", route]
-            dispatch = best[f"{framework} dispatch", kind]
-            own = total - alone - dispatch
-            rows.append(Row(f"{framework} {kind} tool: one call from code, through the adapter",
-                            f"{ms(total)} = sandbox ({route} route) {ms(alone)} + {framework}'s "
-                            f"own dispatch {ms(dispatch)} + adapter {ms(own)}", "-", "info"))
-            rows.append(Row(f"{framework} {kind} tool: the adapter's own overhead", ms(own),
-                            "<= 0.15 ms", "ok" if own <= 0.00015 else "over"))
+            rows += adapter_rows(best, framework, kind,
+                                 route=kind if framework == "LangChain" else "async")
     if peer and pyodide:
         rows += await asyncio.to_thread(pyodide_peer.rows, GROUPBY)
     return rows

@@ -42,11 +42,10 @@ from agent_framework.exceptions import ToolException
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
+from tooliscode.engine import run_in
 from tooliscode.prompt import CODE_TOOL_SCHEMA, code_tool_description, instructions
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import return_schema
-
-from ._context import run_in
 
 __all__ = ["CodeActProvider", "ExecuteCodeTool"]
 
