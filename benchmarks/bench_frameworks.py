@@ -7,7 +7,8 @@ smolagents' `CodeAgent` on our executor against its own `LocalPythonExecutor`.
    has, since the adapters leave that to the framework), the framework's own way of calling
    the tool, timed outside any
    sandbox (Agent Framework: a `FunctionInvocationContext` and `FunctionTool.invoke`;
-   smolagents: calling the `Tool`, as its executor does), and what is left: the adapter's.
+   smolagents: calling the `Tool`, as its executor does), and the adapter's own share,
+   measured against the sandbox calling that dispatch straight, with no adapter between.
 2. A `CodeAgent` run whose code is `print(1)` (then `final_answer`), scripted, on our
    `WasmExecutor` and on `LocalPythonExecutor`, the two agents taking turns run by run.
 3. The 10,000-dict filter of bench_core.py and a compute loop, in both executors, beside
@@ -50,7 +51,7 @@ from bench_peers import (  # noqa: E402
 )
 from smolagents import ChatMessage, CodeAgent, LocalPythonExecutor, MessageRole, Model  # noqa: E402
 from smolagents import tool as smol_tool  # noqa: E402
-from tooliscode import Limits, Session, as_tool  # noqa: E402
+from tooliscode import Limits, Session, Tool, as_tool  # noqa: E402
 from tooliscode.integrations.agent_framework import ExecuteCodeTool  # noqa: E402
 from tooliscode.integrations.smolagents import WasmExecutor  # noqa: E402
 
@@ -123,6 +124,18 @@ def af_dispatch_probe(fn: FunctionTool, n: int) -> Probe:
     return probe
 
 
+def af_direct(fn: FunctionTool) -> Tool:
+    """The sandbox calling the framework's dispatch straight, as the adapter does but
+    without it: the baseline the adapter's own share is measured against."""
+    session = AgentSession()
+
+    async def direct(**args: Any) -> Any:
+        ctx = FunctionInvocationContext(function=fn, arguments=args, session=session)
+        return await fn.invoke(arguments=args, context=ctx, skip_parsing=True, tool_call_id="c")
+
+    return Tool(name=fn.name, parameters=fn.parameters(), function=direct)
+
+
 def smol_probe(executor: WasmExecutor, code: str) -> Probe:
     async def probe() -> float:
         return guest_per_call(executor(code).logs)
@@ -156,11 +169,18 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
         closing.append(execute.close)
         probes["Agent Framework", kind] = af_probe(execute, code)
         probes["Agent Framework dispatch", kind] = af_dispatch_probe(framework_tool, n)
+        direct = Session([af_direct(framework_tool)])
+        closing.append(direct.close)
+        probes["Agent Framework direct", kind] = session_probe(direct, code, "async")
+    direct = Session([Tool(name="get_order", parameters=as_tool(get_order).parameters,
+                           function=lambda **args: smol_get_order(**args))])
+    closing.append(direct.close)
     executor = WasmExecutor()
     executor.send_tools({"get_order": smol_get_order})
     closing.append(executor.cleanup)
     probes["smolagents", "sync"] = smol_probe(executor, guest_loop(get_order, n))
     probes["smolagents dispatch", "sync"] = smol_dispatch_probe(n)
+    probes["smolagents direct", "sync"] = session_probe(direct, guest_loop(get_order, n), "sync")
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in probes}
     try:
         for round_ in range(rounds + 1):
