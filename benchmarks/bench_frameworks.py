@@ -315,7 +315,7 @@ def theirs_under(code: str, timeout_s: int) -> str:
                 f"{done.returncode}): {done.stderr.strip()[-200:]}")
     found = lines[-1]
     return (f"{found['ended']} after {found['seconds']:.2f} s (peak RSS "
-            f"{found['peak_rss'] / 2**30:.2f} GiB): {found['message'][:120]}")
+            f"{found['peak_rss'] / 2**30:.2f} GiB): {' '.join(found['message'].split())[:120]}")
 
 
 def limit_rows() -> list[Row]:
