@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._closing import Closing
-from ..durable import UNRESTORABLE, Keeper, SessionStore
+from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
 from ..engine import KeyedSessions, Limits, Session
 from ..errors import SessionClosed, SnapshotError
 from ..prompt import EVICTED, failed_to_run, noted, render
@@ -98,24 +98,25 @@ class CodeTool(Closing):
         stored = self.keeper is not None and own is None and key is not None
         try:
             yield Hold(sandbox.lock)
-            began = False
+            call: Call | None = None
             try:
                 if stored:
-                    version, unreachable = yield Blocking(self.keeper.begin, (_store_key(key),))
-                    began = True
-                    if unreachable:
-                        notices.append(unreachable)
+                    call = yield Blocking(self.keeper.begin, (_store_key(key),))
+                    if call.unreachable:
+                        notices.append(call.unreachable)
                     else:
                         notices[0] = None  # evicted here, but kept in the store
-                        notices.append((yield Blocking(self._resume, (sandbox, key, version,
-                                                                      toolbox))))
+                        notices.append((yield Blocking(self._resume, (sandbox, call, toolbox))))
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
                 result = yield RunCell(sandbox.enter(context), code)
+                if call is not None:  # stored before the answer goes (`Keeper.save`)
+                    done, call = call, None
+                    notices.append((yield Blocking(self.keeper.commit, (done, sandbox.session))))
             finally:
                 sandbox.context = None
-                if began:  # saved and given back on another thread: the answer goes now
-                    self.keeper.end(_store_key(key), sandbox.session)
+                if call is not None:  # the cell did not finish: store what there is
+                    self.keeper.end(call.key, sandbox.session)
                 sandbox.lock.release()
         except SessionClosed:
             raise
@@ -127,26 +128,28 @@ class CodeTool(Closing):
                 self._conversations.release(key)
         return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
 
-    def _resume(self, sandbox: Sandbox, key: Hashable, version: str | None,
-                toolbox: Toolbox) -> str | None:
+    def _resume(self, sandbox: Sandbox, call: Call, toolbox: Toolbox) -> str | None:
         """Bring the sandbox up to the store's version of the conversation (another worker
-        may have moved it on); a notice if the saved session could not be restored."""
-        skey = _store_key(key)
-        if sandbox.session is not None and (version is None or self.keeper.current(skey, version)):
-            return None
-        blob = self.keeper.fetch(skey, version)
+        may have moved it on); a notice if the saved session could not be restored, or if
+        the conversation's last cell was lost with the worker that ran it."""
+        keeper, session = self.keeper, sandbox.session
+        assert keeper is not None
+        if session is not None and (call.version is None or keeper.current(call.key,
+                                                                           call.version)):
+            return call.lost_notice(restored=call.version is not None)
+        blob = keeper.fetch(call.key, call.version)
         if blob is None:
-            return None
+            return call.lost_notice(restored=False)
         try:
-            session = sandbox.session
-            if session is not None and sandbox.ready(toolbox) and self.keeper.reload(session, blob):
-                return None  # into the interpreter this worker still has
+            if session is not None and sandbox.ready(toolbox) and keeper.reload(session, blob):
+                return call.lost_notice(restored=True)  # into the interpreter still here
             sandbox.adopt(toolbox, lambda: Session.restore(
                 blob, ToolRegistry(toolbox.bind(sandbox)), limits=self.limits,
                 workdir=sandbox.workdir, runtime=self.runtime, announce=False))
         except SnapshotError as exc:
-            return UNRESTORABLE.format(error=exc)
-        return None
+            lost = call.lost_notice(restored=False)
+            return UNRESTORABLE.format(error=exc) + (f" {lost}" if lost else "")
+        return call.lost_notice(restored=True)
 
     # -- conversations ------------------------------------------------------------------------
 

@@ -5,10 +5,10 @@ bytes is the session's own (`Session.snapshot`); its envelope is re-exported her
 from ..engine import pack, unpack
 from ..errors import SnapshotError
 from ._folder_store import FolderStore
-from ._keeper import UNRESTORABLE, Keeper
+from ._keeper import LOST_CELL, UNRESTORABLE, UNSAVED, Call, Keeper, Save
 from ._store import LeaseHeld, SessionStore, StoreUnavailable
 
-__all__ = ["UNRESTORABLE", "FolderStore", "Keeper", "LeaseHeld", "RedisStore", "SessionStore",
+__all__ = ["LOST_CELL", "UNRESTORABLE", "UNSAVED", "Call", "FolderStore", "Keeper", "Save", "LeaseHeld", "RedisStore", "SessionStore",
            "SnapshotError", "StoreUnavailable", "pack", "unpack"]
 
 

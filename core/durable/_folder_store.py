@@ -54,14 +54,15 @@ class FolderStore(SessionStore):
         except OSError as exc:
             raise StoreUnavailable(f"reading the session store failed: {exc}") from exc
 
-    def _write(self, target: Path, data: bytes) -> None:
+    def _write(self, target: Path, data: bytes, sync: bool = True) -> None:
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
                     f.flush()
-                    os.fsync(f.fileno())
+                    if sync:
+                        os.fsync(f.fileno())
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -72,6 +73,18 @@ class FolderStore(SessionStore):
     def delete(self, key: str) -> None:
         self._path(key, ".ver").unlink(missing_ok=True)
         self._path(key, ".snap").unlink(missing_ok=True)
+        self._path(key, ".run").unlink(missing_ok=True)
+
+    def mark_running(self, key: str, owner: str) -> str | None:
+        path = self._path(key, ".run")
+        before = self._read(path)
+        self._write(path, owner.encode(), sync=False)  # only a machine that stops loses it
+        return before.decode() if before is not None and before.decode() != owner else None
+
+    def clear_running(self, key: str, owner: str) -> None:
+        path = self._path(key, ".run")
+        if self._read(path) == owner.encode():
+            path.unlink(missing_ok=True)
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> bool:
         with self._lock:

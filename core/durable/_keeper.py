@@ -1,10 +1,13 @@
 """`Keeper`: conversations whose sessions live in a store, so any worker can take the next call.
 
-A call for a key takes the key's lease (`begin`), uses the session this process already holds
-if nobody has moved the conversation on since (the store's version says so; `current`), else
-restores it from the store (`fetch`). After the call the session is saved and the lease given
-back on another thread (`end`), so the answer is not held up; the next call for the key waits
-for that save. `checkout`/`checkin` do all of it for a plain session per key.
+A call for a key takes the key's lease and marks the call as running (`begin`), uses the
+session this process already holds if nobody has moved the conversation on since (the
+store's version says so; `current`), else restores it from the store (`fetch`). After the
+cell, its state is stored and the mark cleared (`commit`) before the answer goes back: an
+answer the model has read is never undone by a worker dying. The lease is then given back on
+another thread. A worker that takes over from one that died mid-call finds the mark, and the
+model is told which cell was lost. `checkout`/`checkin` do all of it for a plain session per
+key.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from ..engine import Session
 from ..errors import SnapshotError
 from ._store import LeaseHeld, SessionStore, StoreUnavailable, version_of
 
-__all__ = ["Keeper", "UNREACHABLE", "UNRESTORABLE"]
+__all__ = ["Call", "Keeper", "LOST_CELL", "Save", "UNREACHABLE", "UNRESTORABLE", "UNSAVED"]
 
 log = logging.getLogger("tooliscode")
 
@@ -31,6 +34,39 @@ UNREACHABLE = ("The session store could not be reached ({error}); this is a new 
                "session: earlier variables are gone.")
 UNRESTORABLE = ("The saved session could not be restored ({error}); this is a new Python "
                 "session: earlier variables are gone.")
+LOST_CELL = ("The last cell of this conversation did not complete: the worker running it "
+             "stopped before its result was saved, so whatever it did is lost. {state} Run "
+             "again what that cell did if it is still needed.")
+LOST_FROM_SAVED = "This session continues from the state saved after the cell before it."
+LOST_FROM_NOTHING = ("Nothing of this conversation was saved before it: this is a new Python "
+                     "session, with none of the earlier variables.")
+UNSAVED = ("This cell ran, but its state could not be saved ({error}): if the conversation "
+           "moves to another worker, it continues from before this cell.")
+Save = Literal["before_answer", "after_answer_lossy"]
+"""When a call's state is stored: "before_answer" (the default) answers only once it is;
+"after_answer_lossy" answers first and stores on another thread, a few milliseconds sooner,
+and a worker killed in between loses a cell the model already read (the next worker says
+so)."""
+
+
+@dataclass
+class Call:
+    """One call's hold on its conversation (from `begin` to `commit` or `end`)."""
+
+    key: str
+    version: str | None
+    """The store's version of the session when the call began."""
+    unreachable: str | None = None
+    """What to tell the model when the store could not be reached (on_store_error="fresh")."""
+    lost: bool = False
+    """An earlier call began and never committed: its worker died mid-call."""
+
+    def lost_notice(self, restored: bool) -> str | None:
+        """What to tell the model of the lost call, once it is known whether a saved state
+        was found (`restored`)."""
+        if not self.lost:
+            return None
+        return LOST_CELL.format(state=LOST_FROM_SAVED if restored else LOST_FROM_NOTHING)
 
 
 @dataclass
@@ -42,6 +78,8 @@ class _Key:
     renewing: threading.Event | None = None
     session: Session | None = None
     """For `checkout`/`checkin` only: the plain session kept for this key."""
+    call: Call | None = None
+    """For `checkout`/`checkin` only: the call between them."""
 
 
 @dataclass
@@ -57,6 +95,8 @@ class Keeper:
     wait_s: float = 10.0
     """How long a call waits for another worker's lease before `LeaseHeld`."""
     on_store_error: Literal["error", "fresh"] = "error"
+    save: Save = "before_answer"
+    """When a call's state is stored (see `Save`)."""
     key: bytes | str | None = None
     """Signs the snapshots (else `TOOLISCODE_SNAPSHOT_KEY`, else unsigned)."""
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:"
@@ -70,21 +110,22 @@ class Keeper:
 
     # -- the steps of one call ----------------------------------------------------------------
 
-    def begin(self, key: str) -> tuple[str | None, str | None]:
-        """Take `key` for one call: its lease, and the store's version of its session.
-        Returns (version, notice); the notice says the store was unreachable ("fresh")."""
+    def begin(self, key: str) -> Call:
+        """Take `key` for one call: its lease, the store's version of its session, and the
+        mark that says a call runs (which finds one that never ended)."""
         entry = self._entry(key)
         entry.lock.acquire()
         try:
             self._lease(key, entry)
-            return self.store.version(key), None
+            lost = self.store.mark_running(key, self.owner) is not None
+            return Call(key, self.store.version(key), lost=lost)
         except StoreUnavailable as exc:
             self._stop_renewing(entry)
             if self.on_store_error == "error":
                 entry.lock.release()
                 raise
             entry.version = None
-            return None, UNREACHABLE.format(error=exc)
+            return Call(key, None, unreachable=UNREACHABLE.format(error=exc))
         except BaseException:
             self._stop_renewing(entry)
             entry.lock.release()
@@ -101,9 +142,27 @@ class Keeper:
         entry.version = version if blob is not None else None
         return blob
 
+    def commit(self, call: Call, session: Session | None) -> str | None:
+        """The cell is done: store `session` and clear the call's mark, then give the lease
+        back on another thread. With `save="before_answer"` the state is stored when this
+        returns (answer after it); a notice for the model if it could not be."""
+        if self.save == "after_answer_lossy" or call.unreachable is not None:
+            self.end(call.key, session)
+            return None
+        entry = self._entry(call.key)
+        try:
+            notice = self._store(call.key, entry, session)
+        except BaseException:
+            self._let_go(call.key, entry)
+            raise
+        threading.Thread(target=self._let_go, args=(call.key, entry), daemon=True,
+                         name="tooliscode-release").start()
+        return notice
+
     def end(self, key: str, session: Session | None, *, wait: bool = False) -> None:
-        """The call is done: save `session` and give the lease back, on another thread
-        (`wait=True`: here)."""
+        """The call is over without `commit` (it failed, or saves come after answers): store
+        `session` if there is one and give the lease back, on another thread (`wait=True`:
+        here)."""
         entry = self._entry(key)
         if wait:
             self._save(key, entry, session)
@@ -143,32 +202,43 @@ class Keeper:
                  restore: Callable[[bytes], Session]) -> tuple[Session, str | None]:
         """`key`'s session, current as of the store, and a notice for the model when it is
         not the one the conversation had. Give it back with `checkin(key)`."""
-        version, notice = self.begin(key)
+        call = self.begin(key)
         entry = self._entry(key)
+        entry.call = call
+        notices: list[str] = []
         try:
-            if entry.session is not None and (notice or self.current(key, version)):
-                return entry.session, None
-            blob = None if notice else self.fetch(key, version)
+            if entry.session is not None and (call.unreachable or self.current(key, call.version)):
+                return entry.session, call.unreachable or call.lost_notice(restored=True)
+            blob = None if call.unreachable else self.fetch(key, call.version)
             held, entry.session = entry.session, None
             if held is not None:  # another worker moved the conversation on
                 if blob is not None and self.reload(held, blob):
                     entry.session = held
-                    return held, None
+                    return held, call.lost_notice(restored=True)
                 held.close()
             if blob is not None:
                 try:
                     entry.session = restore(blob)
                 except SnapshotError as exc:
-                    notice = UNRESTORABLE.format(error=exc)
+                    notices.append(UNRESTORABLE.format(error=exc))
+                    blob = None
             if entry.session is None:
                 entry.session = make()
-            return entry.session, notice
+            notices += [n for n in (call.unreachable, call.lost_notice(blob is not None)) if n]
+            return entry.session, " ".join(notices) or None
         except BaseException:
+            entry.call = None
             self.end(key, None, wait=True)
             raise
 
-    def checkin(self, key: str, *, wait: bool = False) -> None:
-        self.end(key, self._entry(key).session, wait=wait)
+    def checkin(self, key: str) -> str | None:
+        """Give `key`'s session back: stored before this returns (see `commit`); a notice
+        for the model if it could not be."""
+        entry = self._entry(key)
+        call, entry.call = entry.call, None
+        if call is None:
+            raise RuntimeError(f"checkin({key!r}) without checkout")
+        return self.commit(call, entry.session)
 
     def close(self) -> None:
         """Close the plain sessions held here (their last saves stay in the store)."""
@@ -210,19 +280,33 @@ class Keeper:
             entry.renewing.set()
             entry.renewing = None
 
-    def _save(self, key: str, entry: _Key, session: Session | None) -> None:
+    def _store(self, key: str, entry: _Key, session: Session | None) -> str | None:
+        """Store `session` and clear this worker's running mark; a notice for the model when
+        that failed (the mark then stays: the next worker knows the state is older)."""
         try:
             if session is not None and not session.closed:
                 blob = session.snapshot(key=self.key)
-                self.store.put(key, blob)
+                self.store.commit(key, blob, self.owner)
                 entry.version = version_of(blob)
-        except Exception:  # noqa: BLE001 - the next call restores the last good save
+            else:
+                self.store.clear_running(key, self.owner)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the next call restores the last good save
             log.exception("tooliscode: saving conversation %r failed", key)
             entry.version = None
+            return UNSAVED.format(error=exc)
+
+    def _let_go(self, key: str, entry: _Key) -> None:
+        self._stop_renewing(entry)
+        try:
+            self.store.release(key, self.owner)
+        except StoreUnavailable:
+            log.warning("tooliscode: could not release the lease of %r", key)
         finally:
-            self._stop_renewing(entry)
-            try:
-                self.store.release(key, self.owner)
-            except StoreUnavailable:
-                log.warning("tooliscode: could not release the lease of %r", key)
             entry.lock.release()
+
+    def _save(self, key: str, entry: _Key, session: Session | None) -> None:
+        try:
+            self._store(key, entry, session)
+        finally:
+            self._let_go(key, entry)

@@ -19,6 +19,12 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+_CLEAR = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
@@ -46,6 +52,7 @@ class RedisStore(SessionStore):
         self.prefix = prefix
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
+        self._clear = self.client.register_script(_CLEAR)
 
     def _call(self, what: str, fn: Any, *args: Any) -> Any:
         try:
@@ -68,7 +75,22 @@ class RedisStore(SessionStore):
 
     def delete(self, key: str) -> None:
         self._call("delete", self.client.delete, self.prefix + "snap:" + key,
-                   self.prefix + "ver:" + key)
+                   self.prefix + "ver:" + key, self.prefix + "run:" + key)
+
+    def mark_running(self, key: str, owner: str) -> str | None:
+        before = self._call("mark a call", lambda: self.client.set(
+            self.prefix + "run:" + key, owner, get=True))
+        return before.decode() if before is not None and before.decode() != owner else None
+
+    def clear_running(self, key: str, owner: str) -> None:
+        self._call("clear a call's mark", self._clear, [self.prefix + "run:" + key], [owner])
+
+    def commit(self, key: str, data: bytes, owner: str) -> None:
+        pipe = self.client.pipeline(transaction=True)  # the state and its mark change together
+        pipe.set(self.prefix + "snap:" + key, data)
+        pipe.set(self.prefix + "ver:" + key, version_of(data))
+        self._clear(keys=[self.prefix + "run:" + key], args=[owner], client=pipe)
+        self._call("write", pipe.execute)
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> bool:
         name, ms = self.prefix + "lease:" + key, max(1, int(ttl_s * 1000))

@@ -54,6 +54,24 @@ class SessionStore(ABC):
     def release(self, key: str, owner: str) -> None:
         """Give the lease back, if `owner` still holds it."""
 
+    # A call in flight: marked when it begins and cleared when its state is stored, so the
+    # worker that takes over from one that died mid-call knows that a cell was lost.
+
+    @abstractmethod
+    def mark_running(self, key: str, owner: str) -> str | None:
+        """Note that `owner` runs a call of `key` now (it holds the lease). Returns the owner
+        of an earlier call that began and was never committed (its worker died), if any."""
+
+    @abstractmethod
+    def clear_running(self, key: str, owner: str) -> None:
+        """`owner`'s call of `key` is over and its state stored: clear its mark."""
+
+    def commit(self, key: str, data: bytes, owner: str) -> None:
+        """Store `data` for `key` and clear `owner`'s running mark (one step where the store
+        can make it one)."""
+        self.put(key, data)
+        self.clear_running(key, owner)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and leases this store object holds."""
 

@@ -15,9 +15,9 @@ import logging
 import shutil
 import threading
 
+from .._temp_folders import new_folder
 from ..guest import guest_sources
 from ..runtime import GUEST_DIR, GuestSpec, GuestTrap, Runtime, cache_dir, write_private
-from ._temp_folders import new_folder
 
 __all__ = ["guest_code"]
 

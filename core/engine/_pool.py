@@ -13,9 +13,9 @@ import shutil
 import threading
 from pathlib import Path
 
+from .._temp_folders import new_folder
 from ..runtime import Runtime
 from ._limits import Limits
-from ._temp_folders import new_folder
 from ._worker import Worker
 
 __all__ = ["WarmPool", "new_workdir"]

@@ -69,7 +69,7 @@ def test_a_plain_session_that_comes_back_holds_only_the_newer_state(tmp_path):
         try:
             result = session.run(code)
         finally:
-            keeper.checkin("k", wait=True)
+            keeper.checkin("k")
         assert result.ok, result.error
         return result.stdout.strip()
 

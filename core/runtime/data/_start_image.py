@@ -18,7 +18,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import threading
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import wasmtime
 
+from ..._temp_folders import new_folder
 from .._wasmtime.compile_cache import cache_dir, entry_lock, progress, write_private
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
 from . import _image_ballast as imageballast
@@ -180,7 +180,7 @@ class Images:
     def _boot_and_import(self, spec: GuestSpec) -> bytes:
         from ._runtime import DataInstance
 
-        folder = Path(tempfile.mkdtemp(prefix="tooliscode-image-"))
+        folder = new_folder("image")  # removed by a later start if this process dies
         instance = None
         try:
             with self._rt.making():  # the runtime is not freed under it
