@@ -254,7 +254,10 @@ class CodeTool(Closing):
         return self._runs.spare
 
     def close(self) -> None:
-        """Close every sandbox: the conversations', the paused runs' and the spare."""
+        """Close every sandbox: the conversations', the paused runs' and the spare (after the
+        saves of a store are done)."""
+        if self.keeper is not None:
+            self.keeper.settle()
         self._paused_runs.close()
         self._runs.close()
         self._conversations.close()

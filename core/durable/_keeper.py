@@ -184,6 +184,15 @@ class Keeper:
             threading.Thread(target=self._save, args=(key, entry, session), daemon=True,
                              name="tooliscode-save").start()
 
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Wait (up to `timeout_s` per key) for the saves still running, so that closing the
+        sessions they snapshot does not lose the last answer's state."""
+        with self._lock:
+            entries = list(self._keys.values())
+        for entry in entries:
+            if entry.lock.acquire(timeout=timeout_s):
+                entry.lock.release()
+
     def forget(self, key: str) -> None:
         """The conversation ended: remove it from the store."""
         with self._lock:
