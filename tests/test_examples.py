@@ -7,6 +7,7 @@ prints is checked against answers worked out here from the example's own data.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -122,3 +123,32 @@ def test_crewai_example() -> None:
     assert python.exists(), "CrewAI's environment is missing: run `make setup`"
     check_store_answers(run_example("crewai_example", str(python)), "crew",
                         r"^  hook: (\w+)\(.* in the task 'Which EU")
+
+
+def _demo_answer() -> dict:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from demo import expected_answer
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    return expected_answer()
+
+
+def test_agent_framework_example() -> None:
+    out = run_example("agent_framework_example")
+    assert out.count("--- the model's code ---") == 3
+    expected = _demo_answer()
+    assert f"[final answer] {expected!r}" in out.split("=== assistant: ", 1)[1]
+    assert "45 tools behind execute_code; 1 interpreter kept" in out
+    assert "answer check against a direct computation: correct" in out
+
+
+def test_smolagents_example() -> None:
+    out, expected = run_example("smolagents_example"), _demo_answer()
+    assert out.count("the model's code ---") == 3
+    assert (f"Execution logs:\n{expected['customer']} ({expected['customer_id']}): "
+            f"{expected['total_usd']:,.2f} USD; manager {expected['account_manager']}; "
+            f"{expected['open_tickets']} open tickets") in out  # step 2 read its own print
+    answer = out.split("=== final answer ===\n", 1)[1].splitlines()[0]
+    assert json.loads(answer) == expected
+    assert "answer check against a direct computation: correct" in out

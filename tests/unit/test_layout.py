@@ -156,3 +156,14 @@ def test_no_two_public_classes_share_a_name():
             if isinstance(value, type):
                 qualified = f"{value.__module__}.{value.__qualname__}"
                 assert seen.setdefault(name, qualified) == qualified, (name, qualified, seen[name])
+
+
+def test_callers_split_tools_between_the_code_and_the_model():
+    from tooliscode.tools import split_callers
+
+    assert split_callers(["a", "b", "c"], {"b": "direct", "c": "both"}, str) == (
+        ["a", "c"], ["b", "c"])
+    with pytest.raises(ValueError, match="not one of the tools"):
+        split_callers(["a"], {"x": "code"}, str)
+    with pytest.raises(ValueError, match="must be one of code, direct, both"):
+        split_callers(["a"], {"a": "model"}, str)
