@@ -224,7 +224,7 @@ async def test_the_standalone_tool_sits_beside_direct_tools(codeact):
     assert client.last_result_text() == "[value] 20"
     _, options = client.calls[0]
     assert sorted(t.name for t in options["tools"]) == ["execute_code", "refund"]
-    assert "def list_orders(status: str) -> list[dict[str, Any]]" in options["instructions"]
+    assert "def list_orders(status: str) -> list[dict]" in options["instructions"]
 
 
 async def test_tools_registered_later_reach_the_next_run(codeact):
