@@ -42,7 +42,6 @@ from tooliscode.codetool import CodeTool, Reply
 from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
-    CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
@@ -57,7 +56,7 @@ ConversationKey = Callable[[Any, Any, Any], "Hashable | None"]
 
 
 class _CodeArgs(BaseModel):
-    code: str = Field(description=CODE_TOOL_SCHEMA["properties"]["code"]["description"])
+    code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
 @dataclass

@@ -33,13 +33,12 @@ from llama_index.core.base.llms.types import ImageBlock, TextBlock
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.types import adapt_to_async_tool
 from llama_index.core.workflow import Context
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.durable import Keeper, SessionStore
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
-    CODE_TOOL_SCHEMA,
     code_tool_description,
     instructions,
 )
@@ -54,7 +53,7 @@ CONVERSATION_KEY = "tooliscode_conversation"
 
 
 class _CodeArgs(BaseModel):
-    code: str = Field(description=CODE_TOOL_SCHEMA["properties"]["code"]["description"])
+    code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
 @dataclass
