@@ -148,7 +148,7 @@ async def test_a_program_gathers_tool_calls_with_the_run_context(codeact):
     _, options = client.calls[0]
     assert [t.name for t in options["tools"]] == ["execute_code"]
     assert "Be brief." in options["instructions"]
-    assert "def get_customer(customer_id: str) -> dict" in options["instructions"]
+    assert "def get_customer(customer_id: str):" in options["instructions"]  # `dict` says nothing
     # Inner calls got a context of this run: its session and its keyword arguments.
     assert len(SEEN_CONTEXTS) == len({o["customer"] for o in BIG})
     assert {c.session.session_id for c in SEEN_CONTEXTS} == {session.session_id}

@@ -110,7 +110,7 @@ async def test_program_gathers_calls_with_context_callbacks_and_spans(code) -> N
     request = runner.agent.model.seen[0]
     assert [d.name for t in request.config.tools for d in t.function_declarations] == \
         ["run_python"]
-    assert "def list_orders(status: str) -> list[dict[str, Any]]:" in \
+    assert "def list_orders(status: str) -> list[dict]:" in \
         request.config.system_instruction
     assert seen == ["run_python", "list_orders", *["get_customer"] * CUSTOMERS, "remember"]
     assert session.state["notes"] == ["big ones"], "the inner ToolContext's state is saved"

@@ -79,7 +79,7 @@ def test_code_mode_replaces_the_agents_tools(agent: Agent) -> None:
     (code,) = agent.tools
     assert isinstance(code, CodeModeTool)
     assert [t.name for t in code.tools] == ["list_orders", "get_customer", "refund"]
-    assert "def list_orders(status: str) -> list[dict[str, Any]]:" in code.description
+    assert "def list_orders(status: str) -> list[dict]:" in code.description
     bare = as_crewai_tool([])  # a sandboxed interpreter with no tools, for agents that code
     assert bare.name == "run_python" and bare.tools == []
     bare.close()
