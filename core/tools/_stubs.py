@@ -298,7 +298,7 @@ def _made_from(tool: Tool) -> tuple[Any, ...]:
 
 
 def _spec(tool: Tool) -> dict[str, Any]:
-    s = ToolStub.of(tool)
+    s = ToolStub._build(tool)  # not kept on the tool: the spec is, and holds all it needs
     return {
         "name": tool.python_name,
         "wire": tool.name,
