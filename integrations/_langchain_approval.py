@@ -1,0 +1,252 @@
+"""Inner calls that wait for a person, through LangGraph interrupts and LangChain's
+`HumanInTheLoopMiddleware`.
+
+A call the code makes pauses the cell in one of two ways:
+- "approval": the middleware is in `batched` mode, which reviews only the model's own calls
+  (in `after_model`), so the gate here reviews inner calls with the middleware's own
+  settings and builders; a pause then interrupts the graph once, with the middleware's
+  request (`{"action_requests", "review_configs"}`) for every call the cell waits on.
+- "interrupt": something in the tool-call chain raised a LangGraph interrupt at the call:
+  the middleware in `per_call` mode, or a tool calling `interrupt()` itself.
+
+On resume LangGraph runs `run_python` again, with the same call, and answers its interrupts
+by their order within the task. So each invocation first takes again the answers its earlier
+pauses used (each paused call records how many came before it, its "slot"), then gets the
+answer for the calls the cell waits on: the batched request is asked again (the answer comes
+back), and an interrupted call is run down the chain again (the middleware gets its answer
+and runs the tool, or answers for it). The decisions go to the paused cell, which goes on:
+parked in this process, or run again from the store with its calls answered from its log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langgraph.errors import GraphInterrupt
+from langgraph.runtime import get_runtime
+from langgraph.types import interrupt
+from tooliscode import ToolError
+from tooliscode.codetool import CodeTool, Reply
+from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
+
+from ._langchain_chain import CodeCall, Turn, failure, request_for, through_chain, unreviewed
+
+__all__ = ["Gate", "RunCode", "Review", "arun_turn", "inner_call", "run_turn", "steps"]
+
+AGAIN = "tooliscode.langchain.again"
+"""Decision metadata: ask for this call again (its answer is not in yet)."""
+_AGAIN = Decision.approve(metadata=AGAIN)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Which inner calls wait for a person: the tools `hitl` reviews."""
+
+    hitl: HumanInTheLoopMiddleware
+
+    def check(self, turn: Turn, call: CodeCall, arguments: dict[str, Any],
+              call_id: str) -> None:
+        """Before the call goes down the chain (in the code tool's context): pause it for
+        review in `batched` mode; in `per_call` mode the middleware asks in the chain, and
+        the tool refuses to run if it did not (it was listed before `CodeModeMiddleware`)."""
+        hitl = self.hitl
+        config = hitl.interrupt_on.get(call.name)
+        if config is None:
+            return
+        state = turn.chain.request.state  # type: ignore[union-attr]
+        if hitl.interrupt_mode == "per_call":
+            when = config.get("when")
+            if when is None or when(request_for(turn, call, arguments, call_id)):
+                unreviewed.set(call.name)
+            return
+        tool_call = {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
+        runtime = get_runtime()
+        if not hitl._should_interrupt(tool_call, config, state, runtime):  # the `when` test
+            return
+        action, review = hitl._create_action_and_config(tool_call, config, state, runtime)
+        raise CallPaused("approval", {"slot": turn.consumed, "action": action, "review": review})
+
+
+def inner_call(turn: Turn, call: CodeCall, arguments: dict[str, Any]) -> Any:
+    """One call the code makes, under `CodeModeMiddleware`: down the agent's chain (or a
+    pause); an awaitable under an async agent."""
+    info = current_call()
+    if info is None:  # cells under the middleware always run with call ids
+        raise ToolError("tools can only be called while the code tool runs")
+    if info.approved and info.metadata == AGAIN:
+        raise CallPaused("interrupt", {"slot": turn.consumed})
+    gate = turn.gate
+    before = None
+    if gate is not None and not info.approved:
+        def before() -> None:
+            gate.check(turn, call, arguments, info.id)
+    return through_chain(turn, call, arguments, info.id, before)
+
+
+# -- one invocation of run_python --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunCode:
+    """Run the cell (`decisions` None: a new one) or continue it with `decisions`."""
+
+    decisions: Mapping[str, Decision] | None
+
+
+@dataclass(frozen=True)
+class Review:
+    """Run a call that interrupted down the chain again, for its answer: its `Decision`, or
+    None while it waits (then `turn.raised` has its interrupt)."""
+
+    pending: PendingCall
+
+
+Step = Generator[RunCode | Review, Any, Reply]
+
+
+def steps(code: CodeTool, outer: str, key: Any, turn: Turn) -> Step:
+    """One `run_python` invocation: a new cell, or the paused one continued with the
+    answers LangGraph has for it; raises `GraphInterrupt` when it (still) waits."""
+    pending = code.paused_calls(outer, key=key)
+    reply: Reply | None = None
+    if not pending:
+        if _answered_before(turn):  # a resume, but the cell it paused is gone
+            return (yield RunCode({}))  # the code tool says so; nothing runs
+        reply = yield RunCode(None)
+    while reply is None or reply.paused:
+        if reply is not None:
+            pending = reply.paused
+        decisions = yield from _decide(pending, turn)
+        reply = yield RunCode(decisions)
+    return reply
+
+
+def _answered_before(turn: Turn) -> bool:
+    """Does LangGraph hold an answer for this task? (Asking takes it if so.)"""
+    try:
+        interrupt(None)
+    except GraphInterrupt:
+        return False
+    turn.consumed += 1
+    return True
+
+
+def _decide(pending: tuple[PendingCall, ...], turn: Turn
+            ) -> Generator[Review, Decision | None, dict[str, Decision]]:
+    ordered = sorted(pending, key=lambda p: int(p.id.rsplit(":", 1)[1]))
+    slot = min(_slot(p) for p in ordered)
+    while turn.consumed < slot:  # the answers the earlier pauses used, in their order
+        interrupt(None)
+        turn.consumed += 1
+    decisions: dict[str, Decision] = {}
+    gated = [p for p in ordered if p.kind == "approval"]
+    if gated:
+        answer = interrupt({"action_requests": [p.metadata["action"] for p in gated],
+                            "review_configs": [p.metadata["review"] for p in gated]})
+        turn.consumed += 1
+        decisions.update(batched_decisions(gated, answer))
+    stop: GraphInterrupt | None = None
+    for p in (p for p in ordered if p.kind != "approval"):
+        stop = stop or turn.raised.get(p.id)  # asked in this very invocation: no answer yet
+        if stop is None:
+            decided = yield Review(p)
+            if decided is not None:
+                decisions[p.id] = decided
+                turn.consumed += 1
+                continue
+            stop = turn.raised[p.id]
+        decisions[p.id] = _AGAIN
+    if stop is not None and all(d is _AGAIN for d in decisions.values()):
+        raise stop  # nothing was answered: the same pause stands
+    return decisions
+
+
+def _slot(pending: PendingCall) -> int:
+    meta = pending.metadata
+    return int(meta.get("slot", 0)) if isinstance(meta, dict) else 0
+
+
+def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decision]:
+    """The person's answer to a batched request, checked as the middleware checks one for
+    the model's calls, as decisions for the paused calls."""
+    given = answer.get("decisions") if isinstance(answer, dict) else None
+    if not isinstance(given, list) or len(given) != len(gated):
+        count = len(given) if isinstance(given, list) else 0
+        raise ValueError(f"Number of human decisions ({count}) does not match number of "
+                         f"hanging tool calls ({len(gated)}).")
+    out: dict[str, Decision] = {}
+    for p, decision in zip(gated, given):
+        call = {"name": p.tool, "args": p.arguments, "id": p.id, "type": "tool_call"}
+        allowed = {"allowed_decisions": p.metadata["review"]["allowed_decisions"]}
+        _, message = HumanInTheLoopMiddleware._process_decision(decision, call, allowed)
+        kind = decision["type"]
+        if kind == "approve":
+            out[p.id] = Decision.approve()
+        elif kind == "edit":
+            edited = decision["edited_action"]
+            if edited.get("name", p.tool) != p.tool:
+                raise ValueError(f"an edit of the code's call {p.id} names {edited['name']!r}: "
+                                 f"it can change the arguments of {p.tool!r}, not the tool")
+            out[p.id] = Decision.approve(arguments=dict(edited["args"]))
+        elif kind == "respond":
+            out[p.id] = Decision.respond(decision["message"])
+        else:
+            out[p.id] = Decision.reject(str(message.text))  # the middleware's own wording
+    return out
+
+
+# -- drivers ------------------------------------------------------------------------------------
+
+
+def run_turn(work: Step, run: Callable[[Mapping[str, Decision] | None], Reply],
+             turn: Turn, calls: Mapping[str, CodeCall]) -> Reply:
+    """Carry `work` out on this thread."""
+    value: Any = None
+    while True:
+        try:
+            step = work.send(value)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(step, RunCode):
+            value = run(step.decisions)
+        else:
+            p = step.pending
+            value = _reviewed(through_chain, turn, calls[p.tool], p.arguments, p.id)
+
+
+async def arun_turn(work: Step, run: Callable[[Mapping[str, Decision] | None],
+                                              Awaitable[Reply]],
+                    turn: Turn, calls: Mapping[str, CodeCall]) -> Reply:
+    """Carry `work` out on the running event loop."""
+    value: Any = None
+    while True:
+        try:
+            step = work.send(value)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(step, RunCode):
+            value = await run(step.decisions)
+        else:
+            p = step.pending
+            value = await _areviewed(through_chain(turn, calls[p.tool], p.arguments, p.id))
+
+
+def _reviewed(call: Callable[..., Any], *args: Any) -> Decision | None:
+    try:
+        return Decision.respond(call(*args))
+    except CallPaused:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the tool failed: the code gets the error
+        return Decision.reject(failure(exc))
+
+
+async def _areviewed(call: Awaitable[Any]) -> Decision | None:
+    try:
+        return Decision.respond(await call)
+    except CallPaused:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the tool failed: the code gets the error
+        return Decision.reject(failure(exc))
