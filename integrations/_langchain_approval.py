@@ -20,6 +20,7 @@ parked in this process, or run again from the store with its calls answered from
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +33,22 @@ from tooliscode import ToolError
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
 
-from ._langchain_chain import CodeCall, Turn, failure, request_for, through_chain, unreviewed
+from ._langchain_chain import (
+    CodeCall,
+    Turn,
+    failure,
+    interrupted,
+    request_for,
+    through_chain,
+    unreviewed,
+)
 
 __all__ = ["Gate", "RunCode", "Review", "arun_turn", "inner_call", "run_turn", "steps"]
 
 AGAIN = "tooliscode.langchain.again"
 """Decision metadata: ask for this call again (its answer is not in yet)."""
 _AGAIN = Decision.approve(metadata=AGAIN)
+_EXPIRED = "the call was not approved: nobody decided in time, so the pause expired"
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,9 @@ def inner_call(turn: Turn, call: CodeCall, arguments: dict[str, Any]) -> Any:
     if info is None:  # cells under the middleware always run with call ids
         raise ToolError("tools can only be called while the code tool runs")
     if info.approved and info.metadata == AGAIN:
-        raise CallPaused("interrupt", {"slot": turn.consumed})
+        raise CallPaused("interrupt", interrupted(turn))
+    if not info.approved and info.id in turn.waiting:
+        raise CallPaused(*turn.waiting[info.id])
     gate = turn.gate
     before = None
     if gate is not None and not info.approved:
@@ -116,12 +128,25 @@ def steps(code: CodeTool, outer: str, key: Any, turn: Turn) -> Step:
         if _answered_before(turn):  # a resume, but the cell it paused is gone
             return (yield RunCode({}))  # the code tool says so; nothing runs
         reply = yield RunCode(None)
+    elif not _parked(code, outer, key) and any(p.kind != "approval" for p in pending):
+        # Paused elsewhere: run it again from its record up to its pause, here, before any
+        # call is asked about again and its tool run (a cell that now asks for other calls,
+        # or whose pause expired, stops first).
+        turn.waiting = {p.id: (p.kind, p.metadata) for p in pending}
+        reply = yield RunCode({})
+        turn.waiting = {}
     while reply is None or reply.paused:
         if reply is not None:
             pending = reply.paused
         decisions = yield from _decide(pending, turn)
         reply = yield RunCode(decisions)
     return reply
+
+
+def _parked(code: CodeTool, outer: str, key: Any) -> bool:
+    sandbox = code.get(key)
+    session = sandbox.session if sandbox is not None else None
+    return session is not None and session.paused_for == outer
 
 
 def _answered_before(turn: Turn) -> bool:
@@ -148,8 +173,11 @@ def _decide(pending: tuple[PendingCall, ...], turn: Turn
                             "review_configs": [p.metadata["review"] for p in gated]})
         turn.consumed += 1
         decisions.update(batched_decisions(gated, answer))
+    interrupts = [p for p in ordered if p.kind != "approval"]
+    if any(_expired(p) for p in interrupts):  # too late to run them: the cell gives up
+        return {p.id: Decision.reject(_EXPIRED) for p in ordered}
     stop: GraphInterrupt | None = None
-    for p in (p for p in ordered if p.kind != "approval"):
+    for p in interrupts:
         stop = stop or turn.raised.get(p.id)  # asked in this very invocation: no answer yet
         if stop is None:
             decided = yield Review(p)
@@ -162,6 +190,12 @@ def _decide(pending: tuple[PendingCall, ...], turn: Turn
     if stop is not None and all(d is _AGAIN for d in decisions.values()):
         raise stop  # nothing was answered: the same pause stands
     return decisions
+
+
+def _expired(pending: PendingCall) -> bool:
+    meta = pending.metadata
+    expires = meta.get("expires") if isinstance(meta, dict) else None
+    return expires is not None and time.time() > expires
 
 
 def _slot(pending: PendingCall) -> int:

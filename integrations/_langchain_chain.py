@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import dataclasses
 import reprlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +34,8 @@ from pydantic import PrivateAttr
 from tooliscode import ToolError
 from tooliscode.engine import CallPaused
 
-__all__ = ["Chain", "CodeCall", "Turn", "failure", "request_for", "through_chain", "unreviewed",
-           "value_of"]
+__all__ = ["Chain", "CodeCall", "Turn", "failure", "interrupted", "request_for", "through_chain",
+           "unreviewed", "value_of"]
 
 _PREVIEW = reprlib.Repr()
 _PREVIEW.maxstring, _PREVIEW.maxother, _PREVIEW.maxlist, _PREVIEW.maxdict = 400, 200, 10, 10
@@ -88,8 +89,11 @@ class Turn:
     """How many of this task's LangGraph interrupts this invocation has had answered."""
     raised: dict[str, GraphInterrupt] = field(default_factory=dict)
     """The interrupts inner calls raised in this invocation, by inner call id."""
-    reviewing: bool = False
-    """Paused calls are being run again for their answers (the person decided already)."""
+    pause_s: float | None = None
+    """How long a paused call waits for its answer (`Limits.pause_s`)."""
+    waiting: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    """Calls a cell run again from its record waited on (id: kind and metadata): they
+    pause again as they did, not asked again (that would take another call's answer)."""
 
 
 class CodeCall(BaseTool):
@@ -231,4 +235,11 @@ def _paused(turn: Turn, call_id: str, interrupt: GraphInterrupt) -> CallPaused:
     """Something in the chain (human-in-the-loop in `per_call` mode, a tool calling
     `interrupt()`) interrupted the graph at this call: the call waits for the answer."""
     turn.raised[call_id] = interrupt
-    return CallPaused("interrupt", {"slot": turn.consumed})
+    return CallPaused("interrupt", interrupted(turn))
+
+
+def interrupted(turn: Turn) -> dict[str, Any]:
+    """What a call paused by an interrupt records: how many answers came before it, and
+    when its pause expires (its answer then comes too late: the tool must not run)."""
+    return {"slot": turn.consumed,
+            "expires": None if turn.pause_s is None else time.time() + turn.pause_s}

@@ -191,15 +191,15 @@ class CodeModeTool(BaseTool):
         return _answer(await arun_turn(steps(self.code_tool, outer, key, turn), run, turn,
                                        self._calls))
 
-    @staticmethod
-    def _turn(config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
+    def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
         """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""
         chained = _chain.get()
         if chained is None:
             return Turn(_child(config, run_manager), is_async)
         chain, gate = chained
         return Turn(_child(config, run_manager), is_async, chain=chain,
-                    context=contextvars.copy_context(), gate=gate)
+                    context=contextvars.copy_context(), gate=gate,
+                    pause_s=(self.code_tool.limits or Limits()).pause_s)
 
     # -- conversations ------------------------------------------------------------------
 
