@@ -27,15 +27,15 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tooliscode import ToolError
-from tooliscode.engine import CallPaused
+from tooliscode.engine import CallPaused, background_loop
 
-__all__ = ["Chain", "CodeCall", "Turn", "failure", "interrupted", "request_for", "through_chain",
-           "unreviewed", "value_of"]
+__all__ = ["Chain", "CodeCall", "Turn", "async_only", "failure", "interrupted", "outer_id",
+           "request_for", "through_chain", "unreviewed", "value_of"]
 
 _PREVIEW = reprlib.Repr()
 _PREVIEW.maxstring, _PREVIEW.maxother, _PREVIEW.maxlist, _PREVIEW.maxdict = 400, 200, 10, 10
@@ -117,7 +117,13 @@ class CodeCall(BaseTool):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         self._check_reviewed()
-        return self._message(input, self._tool.invoke(input["args"], _child(config), **kwargs))
+        tool, arguments, config = self._tool, input["args"], _child(config)
+        if async_only(tool):  # as without middleware: on the sandbox's own loop
+            value = asyncio.run_coroutine_threadsafe(tool.ainvoke(arguments, config, **kwargs),
+                                                     background_loop()).result()
+        else:
+            value = tool.invoke(arguments, config, **kwargs)
+        return self._message(input, value)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None,
                       **kwargs: Any) -> Any:
@@ -139,6 +145,20 @@ class CodeCall(BaseTool):
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:  # only `invoke` runs it
         raise NotImplementedError
+
+
+def async_only(tool: BaseTool) -> bool:
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+def outer_id(request: Any) -> str:
+    """The id of the `run_python` call: the model's, else LangGraph's task's (the same
+    when the task runs again on resume)."""
+    found = request.tool_call.get("id")
+    if found:
+        return str(found)
+    info = getattr(request.runtime, "execution_info", None)
+    return f"task-{info.task_id}" if info is not None else "run_python"
 
 
 def _child(config: RunnableConfig | None) -> RunnableConfig:

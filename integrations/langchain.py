@@ -55,7 +55,7 @@ from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, split_callers
 
 from ._langchain_approval import Gate, arun_turn, inner_call, run_turn, steps
-from ._langchain_chain import Chain, CodeCall, Turn
+from ._langchain_chain import Chain, CodeCall, Turn, async_only, outer_id
 
 __all__ = ["CodeModeMiddleware", "CodeModeTool", "as_langchain_tool"]
 
@@ -83,7 +83,7 @@ class _InnerTool:
             raise ToolError("tools can only be called while the code tool runs")
         if turn.chain is not None:
             return inner_call(turn, self.call, arguments)
-        if turn.is_async or _async_only(self.tool):
+        if turn.is_async or async_only(self.tool):
             return self._ainvoke(arguments, turn.config)
         try:
             return self.tool.invoke(arguments, turn.config)
@@ -95,10 +95,6 @@ class _InnerTool:
             return await self.tool.ainvoke(arguments, config)
         except ToolException as exc:
             raise ToolError(str(exc)) from None
-
-
-def _async_only(tool: BaseTool) -> bool:
-    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
 def _langchain_tools(items: Iterable[Any]) -> list[BaseTool]:
@@ -168,7 +164,7 @@ class CodeModeTool(BaseTool):
         key, turn = _thread_id(config), self._turn(config, run_manager, False)
         if turn.chain is None:
             return _answer(self.code_tool.run_code(code, key=key, context=turn))
-        outer = turn.chain.request.tool_call["id"]
+        outer = outer_id(turn.chain.request)
 
         def run(decisions: Mapping[str, Decision] | None) -> Reply:
             return self.code_tool.run_code(code, key=key, context=turn, call_id=outer,
@@ -182,7 +178,7 @@ class CodeModeTool(BaseTool):
         key, turn = _thread_id(config), self._turn(config, run_manager, True)
         if turn.chain is None:
             return _answer(await self.code_tool.arun_code(code, key=key, context=turn))
-        outer = turn.chain.request.tool_call["id"]
+        outer = outer_id(turn.chain.request)
 
         async def run(decisions: Mapping[str, Decision] | None) -> Reply:
             return await self.code_tool.arun_code(code, key=key, context=turn, call_id=outer,

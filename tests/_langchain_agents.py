@@ -60,7 +60,14 @@ def ping(n: int) -> int:
     return n
 
 
-TOOLS = [find_late_orders, send_email, ping]
+@tool
+async def customer(name: str) -> dict:
+    """One customer's record (an async-only tool)."""
+    RAN["customer"] += 1
+    return {"name": name, "vip": name == "ann"}
+
+
+TOOLS = [find_late_orders, send_email, ping, customer]
 
 
 class CodeModel(GenericFakeChatModel):

@@ -67,6 +67,26 @@ def test_langchain_example() -> None:
     assert f"=== assistant: Here is what I found:\n{enterprise}" in second  # state kept
 
 
+def test_langchain_approval_example() -> None:
+    out, ex = run_example("langchain_approval_example"), load("langchain_approval_example")
+    late = [o for o in ex.ORDERS if o["shipped"] is None and o["due"] < ex.TODAY]
+    assert len(late) == 2
+    _, first, second = re.split(r"\n=== \d\. ", out)
+    for part in (first, second):  # in this process, then a new graph from saved state
+        assert "--- paused: the code waits for 2 emails to be reviewed ---" in part
+        for order in late:
+            assert f"send_email(to={order['email']!r}, subject='Order {order['id']} is late')" \
+                in part
+        assert f"approve {late[0]['email']}" in part and f"reject {late[1]['email']}" in part
+        assert f"{late[0]['customer']} -> sent to {late[0]['email']}" in part
+        assert (f"{late[1]['customer']} -> not sent: User rejected the tool call for "
+                "`send_email` with reason: they phoned support this morning") in part
+        # the orders were looked up once, and only the approved email went out, once
+        assert f"tool runs: {{'find_late_orders': 1, 'send_email': 1}}; outbox: " \
+            f"[{late[0]['email']!r}]" in part
+    assert "the new graph finds 1 pending interrupt with 2 emails" in second
+
+
 def test_openai_agents_example() -> None:
     out, ex = run_example("openai_agents_example"), load("openai_agents_example")
     paid: Counter[str] = Counter()

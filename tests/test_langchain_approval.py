@@ -30,6 +30,7 @@ from _langchain_agents import (
 from durable.conftest import redis_url  # noqa: F401 - the fixture
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 from tooliscode import Limits
 from tooliscode.durable import FolderStore, Keeper
@@ -66,8 +67,9 @@ class Agent:
         self.graph, self.code = make_agent(mode, self.saver, self.recorder, **options)
         self.rounds: list[list[Any]] = []
 
-    def start(self, code: str, thread: str | None = None) -> Any:
-        self.config = {"configurable": {"thread_id": thread or uuid.uuid4().hex}}
+    def start(self, code: str, thread: str | None = None, callbacks: list | None = None) -> Any:
+        self.config = {"configurable": {"thread_id": thread or uuid.uuid4().hex},
+                       "callbacks": callbacks or []}
         self.rounds = []
         return self._step(self.graph.invoke({"messages": [("user", code)]}, self.config,
                                             version="v2"))
@@ -183,6 +185,29 @@ def test_wrap_tool_call_middleware_sees_the_codes_calls(agent):
     assert seen.count("find_late_orders:call_1:1") == 1  # not again on resume
 
 
+class ChildRuns(BaseCallbackHandler):
+    """The tool runs callbacks report, as `name` or `name<parent>`."""
+
+    def __init__(self) -> None:
+        self.names: dict[Any, str] = {}
+        self.runs: list[str] = []
+
+    def on_tool_start(self, serialized: dict, input_str: str, *, run_id: Any,
+                      parent_run_id: Any = None, **kwargs: Any) -> None:
+        self.names[run_id] = serialized["name"]
+        parent = self.names.get(parent_run_id)
+        self.runs.append(f"{serialized['name']}<{parent}>" if parent else serialized["name"])
+
+
+def test_inner_calls_are_child_runs_of_the_code_tool_and_async_tools_run(agent):
+    runs = ChildRuns()
+    agent.start("print(customer(name='ann')['vip'], send_email(to='ann', body='x'))",
+                callbacks=[runs])
+    assert agent.finish() == "True sent to ann"
+    assert "customer<run_python>" in runs.runs and "send_email<run_python>" in runs.runs
+    assert dict(RAN) == {"customer": 1, "send_email": 1}
+
+
 def test_the_request_has_the_shape_of_a_direct_calls(agent):
     """The same tool, reviewed once as the model's own call and once as the code's."""
     direct = Agent(agent.mode, callers={"send_email": "both"})
@@ -230,7 +255,8 @@ def test_callers_keep_tools_for_the_model(mode):
     made = Agent(mode, callers={"ping": "direct", "send_email": "both"})
     try:
         assert made.code.tools[1:] == [t for t in TOOLS if t.name in ("send_email", "ping")]
-        assert [t.name for t in made.code.tool.tools] == ["find_late_orders", "send_email"]
+        assert [t.name for t in made.code.tool.tools] == ["find_late_orders", "send_email",
+                                                          "customer"]
         made.start("ping(n=1)")
         assert "NameError" in tool_messages(made.result.value)[-1]
         made.start('CALL ping {"n": 3}')
