@@ -29,8 +29,9 @@ from _langchain_agents import (
 )
 from durable.conftest import redis_url  # noqa: F401 - the fixture
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, ToolRetryMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from tooliscode import Limits
 from tooliscode.durable import FolderStore, Keeper
@@ -265,6 +266,35 @@ def test_callers_keep_tools_for_the_model(mode):
         made.code.close()
     with pytest.raises(ValueError, match="not one of the tools"):
         CodeModeMiddleware(TOOLS, callers={"nope": "direct"})
+
+
+@tool
+def flaky(n: int) -> int:
+    """Fails on every other call."""
+    RAN["flaky"] += 1
+    if RAN["flaky"] % 2:
+        raise ValueError("try again")
+    return n
+
+
+@pytest.mark.parametrize("code_first", [True, False])
+def test_retry_middleware_after_code_mode_retries_the_codes_calls(code_first):
+    """What sees the code's calls is the middleware listed after code mode: listed before
+    it, a retry middleware retries only `run_python` itself, not the calls its code makes."""
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0, jitter=False,
+                                tools=["flaky"], on_failure="error")
+    code = CodeModeMiddleware([flaky])
+    middleware = [code, retry] if code_first else [retry, code]
+    graph = create_agent(CodeModel(), middleware=middleware)
+    try:
+        state = graph.invoke({"messages": [("user", "print(flaky(n=7))")]})
+    finally:
+        code.close()
+    message = tool_messages(state)[-1]
+    if code_first:
+        assert message == "7" and RAN["flaky"] == 2
+    else:
+        assert "ValueError: try again" in message and RAN["flaky"] == 1
 
 
 def test_per_call_review_listed_before_code_mode_refuses_the_call():
