@@ -21,7 +21,7 @@ parked in this process, or run again from the store with its calls answered from
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ from ._langchain_chain import (
     unreviewed,
 )
 
-__all__ = ["Gate", "RunCode", "Review", "arun_turn", "inner_call", "run_turn", "steps"]
+__all__ = ["Gate", "Invocation", "inner_call"]
 
 AGAIN = "tooliscode.langchain.again"
 """Decision metadata: ask for this call again (its answer is not in yet)."""
@@ -102,10 +102,50 @@ def inner_call(turn: Turn, call: CodeCall, arguments: dict[str, Any]) -> Any:
 
 
 @dataclass(frozen=True)
+class Invocation:
+    """One run of `run_python` under `CodeModeMiddleware`: a new cell, or the paused one
+    continued with the answers LangGraph has for it. Raises `GraphInterrupt` while it
+    waits."""
+
+    code_tool: CodeTool
+    code: str
+    key: Any
+    outer: str
+    """The model's call of `run_python`, the same each time LangGraph runs it again."""
+    turn: Turn
+    calls: Mapping[str, CodeCall]
+
+    def run(self) -> Reply:
+        work = _steps(self)
+        done, value = _next(work, None)
+        while not done:
+            done, value = _next(work, value.run())
+        return value
+
+    async def arun(self) -> Reply:
+        work = _steps(self)
+        done, value = _next(work, None)
+        while not done:
+            done, value = _next(work, await value.arun())
+        return value
+
+
+@dataclass(frozen=True)
 class RunCode:
     """Run the cell (`decisions` None: a new one) or continue it with `decisions`."""
 
+    of: Invocation
     decisions: Mapping[str, Decision] | None
+
+    def run(self) -> Reply:
+        i = self.of
+        return i.code_tool.run_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
+                                    decisions=self.decisions)
+
+    async def arun(self) -> Reply:
+        i = self.of
+        return await i.code_tool.arun_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
+                                           decisions=self.decisions)
 
 
 @dataclass(frozen=True)
@@ -113,33 +153,57 @@ class Review:
     """Run a call that interrupted down the chain again, for its answer: its `Decision`, or
     None while it waits (then `turn.raised` has its interrupt)."""
 
+    of: Invocation
     pending: PendingCall
+
+    def run(self) -> Decision | None:
+        try:
+            return Decision.respond(self._through())
+        except Exception as exc:  # noqa: BLE001 - see `_unanswered`
+            return _unanswered(exc)
+
+    async def arun(self) -> Decision | None:
+        try:
+            return Decision.respond(await self._through())
+        except Exception as exc:  # noqa: BLE001 - see `_unanswered`
+            return _unanswered(exc)
+
+    def _through(self) -> Any:
+        p = self.pending
+        return through_chain(self.of.turn, self.of.calls[p.tool], p.arguments, p.id)
 
 
 Step = Generator[RunCode | Review, Any, Reply]
 
 
-def steps(code: CodeTool, outer: str, key: Any, turn: Turn) -> Step:
-    """One `run_python` invocation: a new cell, or the paused one continued with the
-    answers LangGraph has for it; raises `GraphInterrupt` when it (still) waits."""
-    pending = code.paused_calls(outer, key=key)
+def _next(work: Step, value: Any) -> tuple[bool, Any]:
+    """Hand `value` to `work`: (False, its next step), or (True, its reply) when done."""
+    try:
+        return False, work.send(value)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _steps(of: Invocation) -> Step:
+    code, turn = of.code_tool, of.turn
+    pending = code.paused_calls(of.outer, key=of.key)
     reply: Reply | None = None
     if not pending:
         if _answered_before(turn):  # a resume, but the cell it paused is gone
-            return (yield RunCode({}))  # the code tool says so; nothing runs
-        reply = yield RunCode(None)
-    elif not _parked(code, outer, key) and any(p.kind != "approval" for p in pending):
+            return (yield RunCode(of, {}))  # the code tool says so; nothing runs
+        reply = yield RunCode(of, None)
+    elif not _parked(code, of.outer, of.key) and any(p.kind != "approval" for p in pending):
         # Paused elsewhere: run it again from its record up to its pause, here, before any
         # call is asked about again and its tool run (a cell that now asks for other calls,
         # or whose pause expired, stops first).
         turn.waiting = {p.id: (p.kind, p.metadata) for p in pending}
-        reply = yield RunCode({})
+        reply = yield RunCode(of, {})
         turn.waiting = {}
     while reply is None or reply.paused:
         if reply is not None:
             pending = reply.paused
-        decisions = yield from _decide(pending, turn)
-        reply = yield RunCode(decisions)
+        decisions = yield from _decide(of, pending)
+        reply = yield RunCode(of, decisions)
     return reply
 
 
@@ -159,8 +223,9 @@ def _answered_before(turn: Turn) -> bool:
     return True
 
 
-def _decide(pending: tuple[PendingCall, ...], turn: Turn
+def _decide(of: Invocation, pending: tuple[PendingCall, ...]
             ) -> Generator[Review, Decision | None, dict[str, Decision]]:
+    turn = of.turn
     ordered = sorted(pending, key=lambda p: int(p.id.rsplit(":", 1)[1]))
     slot = min(_slot(p) for p in ordered)
     while turn.consumed < slot:  # the answers the earlier pauses used, in their order
@@ -180,7 +245,7 @@ def _decide(pending: tuple[PendingCall, ...], turn: Turn
     for p in interrupts:
         stop = stop or turn.raised.get(p.id)  # asked in this very invocation: no answer yet
         if stop is None:
-            decided = yield Review(p)
+            decided = yield Review(of, p)
             if decided is not None:
                 decisions[p.id] = decided
                 turn.consumed += 1
@@ -232,55 +297,7 @@ def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decisi
     return out
 
 
-# -- drivers ------------------------------------------------------------------------------------
-
-
-def run_turn(work: Step, run: Callable[[Mapping[str, Decision] | None], Reply],
-             turn: Turn, calls: Mapping[str, CodeCall]) -> Reply:
-    """Carry `work` out on this thread."""
-    value: Any = None
-    while True:
-        try:
-            step = work.send(value)
-        except StopIteration as stop:
-            return stop.value
-        if isinstance(step, RunCode):
-            value = run(step.decisions)
-        else:
-            p = step.pending
-            value = _reviewed(through_chain, turn, calls[p.tool], p.arguments, p.id)
-
-
-async def arun_turn(work: Step, run: Callable[[Mapping[str, Decision] | None],
-                                              Awaitable[Reply]],
-                    turn: Turn, calls: Mapping[str, CodeCall]) -> Reply:
-    """Carry `work` out on the running event loop."""
-    value: Any = None
-    while True:
-        try:
-            step = work.send(value)
-        except StopIteration as stop:
-            return stop.value
-        if isinstance(step, RunCode):
-            value = await run(step.decisions)
-        else:
-            p = step.pending
-            value = await _areviewed(through_chain(turn, calls[p.tool], p.arguments, p.id))
-
-
-def _reviewed(call: Callable[..., Any], *args: Any) -> Decision | None:
-    try:
-        return Decision.respond(call(*args))
-    except CallPaused:
-        return None
-    except Exception as exc:  # noqa: BLE001 - the tool failed: the code gets the error
-        return Decision.reject(failure(exc))
-
-
-async def _areviewed(call: Awaitable[Any]) -> Decision | None:
-    try:
-        return Decision.respond(await call)
-    except CallPaused:
-        return None
-    except Exception as exc:  # noqa: BLE001 - the tool failed: the code gets the error
-        return Decision.reject(failure(exc))
+def _unanswered(exc: Exception) -> Decision | None:
+    """A call run again for its answer did not give a value: None while it still waits,
+    else the error the code gets (the tool failed, or the answer refused it)."""
+    return None if isinstance(exc, CallPaused) else Decision.reject(failure(exc))

@@ -43,7 +43,6 @@ from pydantic import PrivateAttr
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.engine import Decision
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -54,7 +53,7 @@ from tooliscode.prompt import (
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, split_callers
 
-from ._langchain_approval import Gate, arun_turn, inner_call, run_turn, steps
+from ._langchain_approval import Gate, Invocation, inner_call
 from ._langchain_chain import Chain, CodeCall, Turn, async_only, outer_id
 
 __all__ = ["CodeModeMiddleware", "CodeModeTool", "as_langchain_tool"]
@@ -164,28 +163,19 @@ class CodeModeTool(BaseTool):
         key, turn = _thread_id(config), self._turn(config, run_manager, False)
         if turn.chain is None:
             return _answer(self.code_tool.run_code(code, key=key, context=turn))
-        outer = outer_id(turn.chain.request)
-
-        def run(decisions: Mapping[str, Decision] | None) -> Reply:
-            return self.code_tool.run_code(code, key=key, context=turn, call_id=outer,
-                                           decisions=decisions)
-
-        return _answer(run_turn(steps(self.code_tool, outer, key, turn), run, turn,
-                                self._calls))
+        return _answer(self._invocation(code, key, turn).run())
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
                     *, config: RunnableConfig) -> str | list[dict[str, Any]]:
         key, turn = _thread_id(config), self._turn(config, run_manager, True)
         if turn.chain is None:
             return _answer(await self.code_tool.arun_code(code, key=key, context=turn))
-        outer = outer_id(turn.chain.request)
+        return _answer(await self._invocation(code, key, turn).arun())
 
-        async def run(decisions: Mapping[str, Decision] | None) -> Reply:
-            return await self.code_tool.arun_code(code, key=key, context=turn, call_id=outer,
-                                                  decisions=decisions)
-
-        return _answer(await arun_turn(steps(self.code_tool, outer, key, turn), run, turn,
-                                       self._calls))
+    def _invocation(self, code: str, key: Any, turn: Turn) -> Invocation:
+        assert turn.chain is not None
+        return Invocation(self.code_tool, code, key, outer_id(turn.chain.request), turn,
+                          self._calls)
 
     def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
         """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -312,26 +312,32 @@ def test_per_call_review_listed_before_code_mode_refuses_the_call():
     assert RAN["send_email"] == 0
 
 
+def _parked_threads() -> list[str]:
+    """The threads waiting inside a paused call for its decision."""
+    return [str(tid) for tid, frame in sys._current_frames().items()
+            if any(f.f_code.co_name == "park" and f.f_code.co_filename.endswith("_pause.py")
+                   for f, _ in traceback.walk_stack(frame))]
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_an_abandoned_pause_expires_leaving_no_lease_and_nothing_runs(mode, tmp_path):
+def test_an_abandoned_pause_expires_leaving_no_thread_or_lease_and_nothing_runs(mode, tmp_path):
     store = FolderStore(tmp_path / "store")
     made = Agent(mode, store=Keeper(store), limits=Limits(timeout_s=30, pause_s=0.5))
-    before = threading.active_count()
     try:
         made.start("late = find_late_orders()\nprint(send_email(to='ann', body='x'))", "conv")
-        assert made.last and store.acquire("conv", "someone else", 5.0)  # no lease held
+        assert made.last and len(_parked_threads()) == 1  # the guest waits in the call
+        assert store.acquire("conv", "someone else", 5.0)  # and holds no lease meanwhile
         store.release("conv", "someone else")
-        time.sleep(1.0)
-        message = made.finish()
+        deadline = time.monotonic() + 10
+        while _parked_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _parked_threads() == []  # expired: nothing waits any more
+        message = made.finish()  # the answer comes too late
         assert "expired" in message, message
         assert dict(RAN) == {"find_late_orders": 1}
         assert made.code.code_tool.paused_calls("call_1", key="conv") == ()
     finally:
         made.code.close()
-    deadline = time.monotonic() + 10
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() <= before
 
 
 @pytest.mark.parametrize("mode", MODES)
