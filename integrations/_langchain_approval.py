@@ -170,7 +170,10 @@ class Review:
 
     def _through(self) -> Any:
         p = self.pending
-        return through_chain(self.of.turn, self.of.calls[p.tool], p.arguments, p.id)
+        call = self.of.calls.get(p.tool)
+        if call is None:  # continued by a code tool without it
+            raise ToolError(f"{p.tool} is not one of the code's tools any more")
+        return through_chain(self.of.turn, call, p.arguments, p.id)
 
 
 Step = Generator[RunCode | Review, Any, Reply]

@@ -34,6 +34,12 @@ from pydantic import PrivateAttr
 from tooliscode import ToolError
 from tooliscode.engine import CallPaused, background_loop
 
+try:
+    from langgraph.errors import is_invalid_resume
+except ImportError:  # langgraph before 1.2 never marks resume errors
+    def is_invalid_resume(error: BaseException) -> bool:
+        return False
+
 __all__ = ["Chain", "CodeCall", "Turn", "async_only", "failure", "interrupted", "outer_id",
            "request_for", "through_chain", "unreviewed", "value_of"]
 
@@ -47,12 +53,6 @@ unreviewed: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tooliscode_langchain_unreviewed", default=None)
 """Set (to the tool's name) on an inner call that human-in-the-loop must ask about in the
 chain before the tool runs: the tool refuses to run if it was not asked."""
-
-try:
-    from langgraph.errors import is_invalid_resume
-except ImportError:  # older langgraph never marks resume errors
-    def is_invalid_resume(error: BaseException) -> bool:
-        return False
 
 
 @dataclass(frozen=True)
