@@ -23,13 +23,12 @@ import dataclasses
 import functools
 import json
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
@@ -38,6 +37,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
+from tooliscode.engine import CallPaused, current_call
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -45,9 +45,12 @@ from tooliscode.prompt import (
     instructions,
 )
 from tooliscode.runtime import Runtime, python_note
+from tooliscode.tools import Caller, check_callers, split_callers
 from typing_extensions import TypedDict
 
-__all__ = ["CodeMode", "CodeModeToolset", "Scope"]
+from ._pydantic_ai_deferred import CodeModeApprovals, decisions_from, pause_metadata
+
+__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeToolset", "Scope"]
 
 Scope = Literal["run", "conversation"]
 
@@ -64,25 +67,29 @@ class _Cell:
     """What one `run_python` call's inner tool calls go through."""
 
     manager: ToolManager[Any]
-    parent_id: str
     context: contextvars.Context
     """The code tool's context, so tracing spans of inner calls nest under it."""
-    count: int = 0
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        self.count += 1
-        part = ToolCallPart(tool_name=name, args=arguments,
-                            tool_call_id=f"{self.parent_id}__{self.count}")
-        return await self.context.run(asyncio.ensure_future, self._handle(part))
+        call = current_call()  # the cell runs with ids: every call has one
+        assert call is not None
+        part = ToolCallPart(tool_name=name, args=arguments, tool_call_id=call.id)
+        return await self.context.run(asyncio.ensure_future,
+                                      self._handle(part, call.approved, call.metadata))
 
-    async def _handle(self, part: ToolCallPart) -> Any:
+    async def _handle(self, part: ToolCallPart, approved: bool, metadata: Any) -> Any:
+        """The call as the agent makes its own: through the `ToolManager` (which asks a
+        `HandleDeferredToolCalls` capability to decide a deferred call on the spot); a
+        deferral nothing decided pauses the cell."""
         try:
-            result = await self.manager.handle_call(part, wrap_validation_errors=False)
+            result = await self.manager.handle_call(part, approved=approved, metadata=metadata,
+                                                    wrap_validation_errors=False)
         except (ModelRetry, ToolFailed) as exc:
             raise ToolError(exc.message) from None
-        except (CallDeferred, ApprovalRequired):
-            raise ToolError(f"{part.tool_name} needs approval or an external result, which code "
-                            "cannot wait for") from None
+        except ApprovalRequired as exc:
+            raise CallPaused("approval", exc.metadata) from None
+        except CallDeferred as exc:
+            raise CallPaused(exc.kind, exc.metadata) from None
         if isinstance(result, ToolDenied):
             raise ToolError(f"{part.tool_name} was denied: {result.message}")
         return result.return_value if isinstance(result, ToolReturn) else result
@@ -121,11 +128,23 @@ class _RunState:
 
 def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:
     """Tools that keep their own place: framework control tools (search, capability loading),
-    tools not revealed yet, deferred ones (approval, external), native-tool fallbacks, and
-    other code-execution tools."""
-    return (tool_def.tool_kind is not None or tool_def.defer or bool(tool_def.unless_native)
+    tools not revealed yet, native-tool fallbacks, and other code-execution tools. (Deferred
+    ones, needing approval or run outside the agent, are called from code: the cell pauses.)"""
+    return (tool_def.tool_kind is not None or bool(tool_def.unless_native)
             or not ctx.is_tool_available(tool_def)
             or "code_arg_name" in (tool_def.metadata or {}))
+
+
+def _split(tools: dict[str, ToolsetTool[Any]], callers: Mapping[str, Caller],
+           ctx: RunContext[Any]) -> tuple[dict[str, ToolsetTool[Any]], dict[str, ToolsetTool[Any]]]:
+    """The tools the model sees beside `run_python`, and the ones the code calls. `callers`
+    naming a tool the toolset does not list now is passed over: tools come and go between
+    steps (`prepare`, filters, an MCP server's list)."""
+    free = [n for n, t in tools.items() if not _stays_native(t.tool_def, ctx)]
+    in_code, direct = split_callers(free, {n: c for n, c in callers.items() if n in tools}, str)
+    shown = set(direct) | (tools.keys() - set(free))
+    return ({n: t for n, t in tools.items() if n in shown},
+            {n: tools[n] for n in in_code})
 
 
 def _tools(inner: dict[str, ToolsetTool[Any]], sandbox: Sandbox | None) -> list[Tool]:
@@ -185,7 +204,10 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     """The sandbox's Python: "default" (CPython 3.12) or "data" (numpy, pandas, ...)."""
     store: SessionStore | Keeper | None = None
     """Conversation scope: keep each conversation's interpreter in a store, so any worker
-    process resumes it (see `tooliscode.durable`)."""
+    process resumes it (see `tooliscode.durable`), paused cells included."""
+    callers: Mapping[str, Caller] = field(default_factory=dict)
+    """Who calls each tool: `"code"` (the default: only `run_python`), `"direct"` (the model,
+    as a tool beside `run_python`, not in the code) or `"both"`."""
     code_tool: CodeTool = field(default=None, kw_only=True, repr=False)  # type: ignore[assignment]
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs).
     Made from the other options when not given."""
@@ -194,6 +216,10 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
+        try:
+            self.callers = check_callers(self.callers, self.callers)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         if self.code_tool is None:
             self.code_tool = CodeTool(limits=self.limits, describe_names=self.describe_names,
                                      idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
@@ -251,8 +277,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await self.wrapped.get_tools(ctx)
-        native = {n: t for n, t in tools.items() if _stays_native(t.tool_def, ctx)}
-        inner = {n: t for n, t in tools.items() if n not in native}
+        native, inner = _split(tools, self.callers, ctx)
         if CODE_TOOL_NAME in tools:
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
@@ -290,20 +315,41 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         parent = ctx.tool_manager
         manager = ToolManager(toolset=self.wrapped, ctx=ctx, tools=tool.inner,
                               root_capability=parent.root_capability if parent else None)
-        cell = _Cell(manager, ctx.tool_call_id or CODE_TOOL_NAME, contextvars.copy_context())
-        code, where = tool_args["code"], self._where(ctx)
-        reply = await self.code_tool.arun_code(code, context=cell, tools=tool.toolbox, **where)
+        call_id = ctx.tool_call_id or CODE_TOOL_NAME
+        # Approved with decisions for the calls its cell waits on: continue that cell.
+        decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
+        where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
+        if resumed and decisions is None:
+            decisions = {}  # a paused cell never runs again from its start: it asks again
+        reply = await self.code_tool.arun_code(
+            tool_args["code"], context=_Cell(manager, contextvars.copy_context()),
+            tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
+        if reply.paused:
+            # PydanticAI's own pause: the run ends with DeferredToolRequests (CodeModeApprovals
+            # names the inner calls there), and approving this call continues the cell.
+            raise ApprovalRequired(metadata=pause_metadata(reply.paused))
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
         return ToolReturn(return_value=_with_images(reply), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
 
-    def _where(self, ctx: RunContext[AgentDepsT]) -> dict[str, Any]:
-        """Run scope: the run's own sandbox; conversation scope: the conversation's."""
-        if self.scope == "run":
-            return {"sandbox": self._own_sandbox(self._state())}
-        return {"key": ctx.conversation_id}
+    def _where(self, ctx: RunContext[AgentDepsT], approved: str | None
+               ) -> tuple[dict[str, Any], bool]:
+        """Where the code runs, and whether that is a paused cell's run sandbox. Run scope:
+        the run's own sandbox or, for an approved code call whose cell paused in an earlier
+        run, that run's sandbox, which becomes this run's (the one taken goes back).
+        Conversation scope: the conversation's."""
+        if self.scope != "run":
+            return {"key": ctx.conversation_id}, False
+        state = self._state()
+        paused = self.code_tool.paused_run(approved) if approved is not None else None
+        if paused is None:
+            return {"sandbox": self._own_sandbox(state)}, False
+        if state.sandbox is not None:
+            self.code_tool.finish(state.sandbox, state.toolbox)
+        state.sandbox = paused
+        return {"sandbox": paused}, True
 
 
 def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
@@ -317,11 +363,13 @@ def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
 
 
 @dataclass
-class CodeMode(AbstractCapability[AgentDepsT]):
+class CodeMode(CodeModeApprovals[AgentDepsT]):
     """`Agent(capabilities=[CodeMode()])`: the agent's tools become code, run in a sandbox.
 
     One capability instance keeps what outlives a run (the conversations' interpreters with
     `scope="conversation"`, the next run's spare) across the agent's runs; `close()` ends them.
+    Inner calls that need approval or an external result pause the cell and end the run with
+    `DeferredToolRequests` naming them (see `CodeModeApprovals`).
     """
 
     limits: Limits | None = None
@@ -332,6 +380,7 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     prestart: bool = True
     runtime: Runtime | str | None = None
     store: SessionStore | Keeper | None = None
+    callers: Mapping[str, Caller] = field(default_factory=dict)
     code_tool: CodeTool | None = field(default=None, init=False, repr=False)
     """Shared by the toolsets this capability wraps; made with the first."""
 
@@ -341,7 +390,7 @@ class CodeMode(AbstractCapability[AgentDepsT]):
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
                                   describe_names=self.describe_names, prestart=self.prestart,
                                   runtime=self.runtime, store=self.store,
-                                  code_tool=self.code_tool)  # type: ignore[arg-type]
+                                  callers=self.callers, code_tool=self.code_tool)  # type: ignore[arg-type]
         self.code_tool = wrapper.code_tool
         return wrapper
 

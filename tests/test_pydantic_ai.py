@@ -124,9 +124,9 @@ async def test_program_through_the_toolset() -> None:
 
     assert result.output == f"answer: {EXPECTED}"
     info = script.infos[0]
-    assert [t.name for t in info.function_tools] == ["delete_everything", "run_python"]
+    assert [t.name for t in info.function_tools] == ["run_python"]
     assert "def list_orders(status: str)" in (info.instructions or "")
-    assert "delete_everything" not in (info.instructions or "")
+    assert "def delete_everything()" in (info.instructions or ""), "gated tools are code too"
     (part,) = tool_returns(result.all_messages())
     assert part.content == EXPECTED and part.outcome == "success"
     calls = part.metadata["tool_calls"]
@@ -189,10 +189,15 @@ async def test_capability_and_hooks_see_inner_calls() -> None:
     script = Script(PROGRAM)
     seen = SeenCalls()
     agent = Agent(script.model, deps_type=Deps, toolsets=[make_toolset()],
-                  capabilities=[seen, CodeMode()])
+                  capabilities=[seen, CodeMode(callers={"delete_everything": "direct",
+                                                        "weekday": "both"})])
     result = await agent.run("go", deps=Deps(region="eu"))
     assert result.output == f"answer: {EXPECTED}"
-    assert [t.name for t in script.infos[0].function_tools] == ["delete_everything", "run_python"]
+    info = script.infos[0]
+    assert [t.name for t in info.function_tools] == ["weekday", "delete_everything",
+                                                     "run_python"]
+    assert "delete_everything" not in (info.instructions or "")
+    assert "def weekday(day: " in (info.instructions or "")
     customers = len({o["customer"] for o in BIG})
     assert seen.names == ["run_python", "list_orders"] + ["get_customer"] * customers
 
