@@ -55,8 +55,7 @@ class Parked:
         if the cell pauses again, or None when calls are left undecided (it stays paused)."""
         calls = self.command.context.calls
         parking = calls.parking
-        waiting = [p.id for p in self.pending]
-        if any(i not in decisions for i in waiting) and not self.command.future.done():
+        if parking.undecided(decisions) and not self.command.future.done():
             parking.deliver(decisions)  # kept for when the rest come
             return None
         calls.rebind(loop)
