@@ -91,7 +91,7 @@ class _Cell:
         except CallDeferred as exc:
             raise CallPaused(exc.kind, exc.metadata) from None
         if isinstance(result, ToolDenied):
-            raise ToolError(f"{part.tool_name} was denied: {result.message}")
+            raise ToolError(result.message)  # as a denial given on resume reads
         return result.return_value if isinstance(result, ToolReturn) else result
 
 
@@ -133,6 +133,13 @@ def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:
     return (tool_def.tool_kind is not None or bool(tool_def.unless_native)
             or not ctx.is_tool_available(tool_def)
             or "code_arg_name" in (tool_def.metadata or {}))
+
+
+def _checked(callers: Mapping[str, str]) -> dict[str, Caller]:
+    try:
+        return check_callers(callers, callers)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _split(tools: dict[str, ToolsetTool[Any]], callers: Mapping[str, Caller],
@@ -216,10 +223,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
-        try:
-            self.callers = check_callers(self.callers, self.callers)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        self.callers = _checked(self.callers)
         if self.code_tool is None:
             self.code_tool = CodeTool(limits=self.limits, describe_names=self.describe_names,
                                      idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
@@ -326,8 +330,10 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
         if reply.paused:
             # PydanticAI's own pause: the run ends with DeferredToolRequests (CodeModeApprovals
-            # names the inner calls there), and approving this call continues the cell.
-            raise ApprovalRequired(metadata=pause_metadata(reply.paused))
+            # names the inner calls there), and approving this call continues the cell. Calls
+            # decided now wait for the rest (kept), so only the rest are asked for.
+            waiting = [p for p in reply.paused if p.id not in (decisions or {})]
+            raise ApprovalRequired(metadata=pause_metadata(waiting or reply.paused))
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
@@ -383,6 +389,9 @@ class CodeMode(CodeModeApprovals[AgentDepsT]):
     callers: Mapping[str, Caller] = field(default_factory=dict)
     code_tool: CodeTool | None = field(default=None, init=False, repr=False)
     """Shared by the toolsets this capability wraps; made with the first."""
+
+    def __post_init__(self) -> None:
+        self.callers = _checked(self.callers)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
