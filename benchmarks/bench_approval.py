@@ -17,9 +17,10 @@ alone: python benchmarks/bench_approval.py --only openai_agents
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable
 
-from _util import Row, load, machine, table
+from _util import Row, load, machine, table, with_redis
 
 PER_CALL_TARGET_S = 0.005
 NEW_PROCESS_TARGET_S = 0.050
@@ -53,7 +54,27 @@ def calls_row(framework: str, runtime: str, calls: int) -> Row:
                "ok" if calls == 101 else "over")
 
 
-FRAMEWORKS: dict[str, Callable[[], list[Row]]] = {}
+def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
+    """PydanticAI: `DeferredToolRequests` naming the inner calls, `DeferredToolResults` for
+    them (approval_pydantic_ai.py)."""
+    import approval_pydantic_ai as pa
+
+    rows = [per_call_row(pa.FRAMEWORK, runtime, *asyncio.run(pa.per_call(runtime, rounds, 1.0)))
+            for runtime in RUNTIMES]
+    def in_new_processes(url: str) -> list[Row]:
+        cold_ours, cold_direct = pa.new_process(url, processes, warm=False)
+        return [new_process_row(pa.FRAMEWORK, *pa.new_process(url, processes, warm=True)),
+                Row(f"{pa.FRAMEWORK}: the same in a process's first resume (its runtime and "
+                    "start image not opened yet)", f"{cold_ours * 1e3:.1f} ms vs "
+                    f"{cold_direct * 1e3:.1f} ms direct, {load()}", "-", "info")]
+
+    rows += with_redis(f"{pa.FRAMEWORK}: resume in a new process", in_new_processes)
+    rows += [calls_row(pa.FRAMEWORK, runtime, asyncio.run(pa.calls_across(runtime)))
+             for runtime in RUNTIMES]
+    return rows
+
+
+FRAMEWORKS: dict[str, Callable[[], list[Row]]] = {"pydantic_ai": pydantic_ai_rows}
 """Each framework's rows, by the name `--only` takes."""
 
 
