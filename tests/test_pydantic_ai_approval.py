@@ -250,6 +250,16 @@ async def test_an_unanswered_pause_expires_and_leaves_no_guest_behind():
         code_mode.close()
 
 
+async def resume_in_another_worker(store: RedisStore, result: Any) -> Any:
+    """`result`'s pause answered as `results` answers it, by a code tool that has not seen
+    the conversation (as in another process): it continues from the store."""
+    later = CodeMode(scope="conversation", store=store, limits=LIMITS)
+    try:
+        return await resume(agent(later), result, results(result.output))
+    finally:
+        later.close()
+
+
 async def test_a_stored_pause_holds_no_lease_and_expires(redis_url):  # noqa: F811
     store = RedisStore(redis_url)
     first = CodeMode(scope="conversation", store=store, limits=Limits(timeout_s=60, pause_s=1.0))
@@ -267,11 +277,7 @@ async def test_a_stored_pause_holds_no_lease_and_expires(redis_url):  # noqa: F8
     finally:
         first.close()
     await asyncio.sleep(1.5)
-    later = CodeMode(scope="conversation", store=store, limits=LIMITS)  # as another process
-    try:
-        late = await resume(agent(later), result, results(result.output))
-    finally:
-        later.close()
+    late = await resume_in_another_worker(store, result)
     assert "waited longer than its limit" in late.output and "nothing ran" in late.output
     assert RAN == {"find_late_orders": 1}
 
@@ -317,10 +323,6 @@ async def test_a_cell_that_chooses_its_calls_by_the_clock_stops_when_continued_e
         first.close()
     assert recipients(result.output) == ["ann@example.com"] and RAN == {"ping": 1}
     await asyncio.sleep(0.01)
-    later = CodeMode(scope="conversation", store=store, limits=LIMITS)  # as another process
-    try:
-        stopped = await resume(agent(later), result, results(result.output))
-    finally:
-        later.close()
+    stopped = await resume_in_another_worker(store, result)
     assert "CellStopped" in stopped.output and "no call was made" in stopped.output
     assert RAN == {"ping": 1}, "no call ran on resume: not ping, not the email"
