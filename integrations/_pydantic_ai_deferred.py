@@ -35,8 +35,8 @@ from pydantic_ai.tools import (
 from tooliscode.engine import Decision, PendingCall
 from tooliscode.prompt import CODE_TOOL_NAME
 
-__all__ = ["KEY", "CodeModeApprovals", "decisions_from", "inner_requests", "outer_results",
-           "pause_metadata"]
+__all__ = ["KEY", "CodeModeApprovals", "decisions_from", "inner_requests", "open_code_calls",
+           "outer_results", "pause_metadata"]
 
 KEY = "tooliscode"
 """Our entry in the metadata of a `run_python` call's deferral and of its approval."""
@@ -83,7 +83,7 @@ def inner_requests(requests: DeferredToolRequests) -> DeferredToolRequests | Non
                                 _kinds=kinds)
 
 
-def _open_code_calls(messages: Sequence[ModelMessage]) -> set[str]:
+def open_code_calls(messages: Sequence[ModelMessage]) -> set[str]:
     """The ids of the `run_python` calls in the model's last response (the ones results can
     answer)."""
     for message in reversed(messages):
@@ -97,7 +97,7 @@ def outer_results(results: DeferredToolResults, messages: Sequence[ModelMessage]
     """`results` with the entries for inner calls (`"<run_python id>:<n>"`) moved into an
     approval of their `run_python` call, carrying them in its metadata; None when there are
     none."""
-    code_calls = _open_code_calls(messages)
+    code_calls = open_code_calls(messages)
 
     def owner(call_id: str) -> str | None:
         outer, sep, n = call_id.rpartition(":")

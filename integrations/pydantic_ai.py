@@ -53,7 +53,12 @@ from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, check_callers, split_callers
 from typing_extensions import TypedDict
 
-from ._pydantic_ai_deferred import CodeModeApprovals, decisions_from, pause_metadata
+from ._pydantic_ai_deferred import (
+    CodeModeApprovals,
+    decisions_from,
+    open_code_calls,
+    pause_metadata,
+)
 
 __all__ = ["CodeMode", "CodeModeApprovals", "CodeModeToolset", "Scope"]
 
@@ -330,6 +335,10 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
         if resumed and decisions is None:
             decisions = {}  # a paused cell never runs again from its start: it asks again
+        elif decisions is None and (waiting := self._paused_beside(ctx, call_id, where)):
+            # a new cell would give up the one paused by a code call of the same response
+            raise ModelRetry(f"[error] The code of call {waiting} is paused, waiting for a "
+                             "person's decision; this code did not run. Run it again after.")
         reply = await self.code_tool.arun_code(
             tool_args["code"], context=_Cell(manager, contextvars.copy_context()),
             tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
@@ -344,6 +353,17 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         calls = reply.result.tool_calls if reply.result is not None else ()
         return ToolReturn(return_value=_with_images(reply), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
+
+    def _paused_beside(self, ctx: RunContext[AgentDepsT], call_id: str,
+                       where: dict[str, Any]) -> str | None:
+        """Another code call of the model's last response whose cell is paused where this
+        one would run."""
+        sandbox = where.get("sandbox") or self.code_tool.get(where.get("key"))
+        session = sandbox.session if sandbox is not None else None
+        paused = session.paused_for if session is not None else None
+        if paused is None or paused == call_id or paused not in open_code_calls(ctx.messages):
+            return None
+        return paused
 
     def _where(self, ctx: RunContext[AgentDepsT], approved: str | None
                ) -> tuple[dict[str, Any], bool]:

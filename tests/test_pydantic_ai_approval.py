@@ -31,7 +31,8 @@ from durable.conftest import redis_url  # noqa: F401 - a fixture: a real Redis s
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
 from pydantic_ai.exceptions import ToolFailed, UserError
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from tooliscode import Limits, Session
 from tooliscode.durable import RedisStore
@@ -169,6 +170,28 @@ async def test_gathered_calls_pause_together(code_mode):
     assert result.output == ("answer: ['sent to ann@example.com', 'do not email Bob', "
                              "'sent to cid@example.com', '7']")
     assert RAN == {"find_late_orders": 1, "ping": 1, "send_email": 2}
+
+
+async def test_a_second_code_call_of_the_response_waits_for_the_paused_one(code_mode):
+    """Running it would give up the paused cell: it is refused, the model told why."""
+    def two_calls(messages: list[Any], info: Any) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[
+            ToolCallPart("run_python", {"code": "print(send_email(to='ann@example.com', "
+                                                "body='b'))"}, tool_call_id="first"),
+            ToolCallPart("run_python", {"code": "print(ping(n=3))"}, tool_call_id="second")])
+
+    runner = Agent(FunctionModel(two_calls), toolsets=[tools], capabilities=[code_mode],
+                   output_type=[str, DeferredToolRequests])
+    result = await runner.run("go")
+    assert [p.tool_call_id for p in result.output.approvals] == ["first:1"]
+    result = await resume(runner, result, results(result.output))
+    returned = {p.tool_call_id: p for p in tool_returns(result.all_messages())}
+    first, second = returned["first"], returned["second"]
+    assert first.content == "sent to ann@example.com"
+    assert second.outcome == "retried" and "call first is paused" in second.content
+    assert RAN == {"send_email": 1}
 
 
 async def test_a_hundred_calls_and_one_gated_make_101_calls_across_the_pause(run_scope):
