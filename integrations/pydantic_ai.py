@@ -3,7 +3,7 @@
     agent = Agent(model, toolsets=[CodeModeToolset(my_toolset)])      # or
     agent = Agent(model, toolsets=[my_toolset], capabilities=[CodeMode()])
 
-The model sees `run_python` (plus the few tools that cannot run from code, see `_stays_native`,
+The model sees `run_python` (plus the few tools that cannot run from code, see `_pydantic_ai_inner`,
 and those `callers` gives it directly); the wrapped tools become Python functions in the
 sandbox. Each call the code makes goes through a `ToolManager` over the wrapped toolset, the
 way the agent calls tools itself: argument validation, capability hooks, `call_tool` with the
@@ -22,7 +22,6 @@ the message history), so a later run continuing the same conversation finds its 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import functools
@@ -34,15 +33,14 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
-from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, ToolReturn
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, UserError
+from pydantic_ai.messages import BinaryContent, InstructionPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
-from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode import Limits, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.engine import CallPaused, current_call
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -50,7 +48,7 @@ from tooliscode.prompt import (
     instructions,
 )
 from tooliscode.runtime import Runtime, python_note
-from tooliscode.tools import Caller, check_callers, split_callers
+from tooliscode.tools import Caller
 from typing_extensions import TypedDict
 
 from ._pydantic_ai_deferred import (
@@ -59,6 +57,7 @@ from ._pydantic_ai_deferred import (
     open_code_calls,
     pause_metadata,
 )
+from ._pydantic_ai_inner import Cell, checked, split, tools_of
 
 __all__ = ["CodeMode", "CodeModeApprovals", "CodeModeToolset", "Scope"]
 
@@ -70,53 +69,6 @@ class _CodeArgs(TypedDict):
 
 
 _CODE_ARGS = TypeAdapter(_CodeArgs)
-
-
-@dataclass
-class _Cell:
-    """What one `run_python` call's inner tool calls go through."""
-
-    manager: ToolManager[Any]
-    context: contextvars.Context
-    """The code tool's context, so tracing spans of inner calls nest under it."""
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        call = current_call()  # the cell runs with ids: every call has one
-        assert call is not None
-        part = ToolCallPart(tool_name=name, args=arguments, tool_call_id=call.id)
-        return await self.context.run(asyncio.ensure_future,
-                                      self._handle(part, call.approved, call.metadata))
-
-    async def _handle(self, part: ToolCallPart, approved: bool, metadata: Any) -> Any:
-        """The call as the agent makes its own: through the `ToolManager` (which asks a
-        `HandleDeferredToolCalls` capability to decide a deferred call on the spot); a
-        deferral nothing decided pauses the cell."""
-        try:
-            result = await self.manager.handle_call(part, approved=approved, metadata=metadata,
-                                                    wrap_validation_errors=False)
-        except (ModelRetry, ToolFailed) as exc:
-            raise ToolError(exc.message) from None
-        except ApprovalRequired as exc:
-            raise CallPaused("approval", exc.metadata) from None
-        except CallDeferred as exc:
-            raise CallPaused(exc.kind, exc.metadata) from None
-        if isinstance(result, ToolDenied):
-            raise ToolError(result.message)  # as a denial given on resume reads
-        return result.return_value if isinstance(result, ToolReturn) else result
-
-
-@dataclass(frozen=True)
-class _InnerTool:
-    """The function the session calls for one wrapped tool: it runs in the current cell."""
-
-    sandbox: Sandbox
-    name: str
-
-    async def __call__(self, /, **arguments: Any) -> Any:
-        cell = self.sandbox.context
-        if not isinstance(cell, _Cell):
-            raise ToolError("tools can only be called while run_python runs")
-        return await cell.call(self.name, arguments)
 
 
 @dataclass(kw_only=True)
@@ -134,42 +86,6 @@ class _RunState:
     toolbox: Toolbox | None = None
     instructions: str | None = None
     description: str = ""
-
-
-def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:
-    """Tools that keep their own place: framework control tools (search, capability loading),
-    tools not revealed yet, native-tool fallbacks, and other code-execution tools. (Deferred
-    ones, needing approval or run outside the agent, are called from code: the cell pauses.)"""
-    return (tool_def.tool_kind is not None or bool(tool_def.unless_native)
-            or not ctx.is_tool_available(tool_def)
-            or "code_arg_name" in (tool_def.metadata or {}))
-
-
-def _checked(callers: Mapping[str, str]) -> dict[str, Caller]:
-    try:
-        return check_callers(callers, callers)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
-def _split(tools: dict[str, ToolsetTool[Any]], callers: Mapping[str, Caller],
-           ctx: RunContext[Any]) -> tuple[dict[str, ToolsetTool[Any]], dict[str, ToolsetTool[Any]]]:
-    """The tools the model sees beside `run_python`, and the ones the code calls. `callers`
-    naming a tool the toolset does not list now is passed over: tools come and go between
-    steps (`prepare`, filters, an MCP server's list)."""
-    free = [n for n, t in tools.items() if not _stays_native(t.tool_def, ctx)]
-    in_code, direct = split_callers(free, {n: c for n, c in callers.items() if n in tools}, str)
-    shown = set(direct) | (tools.keys() - set(free))
-    return ({n: t for n, t in tools.items() if n in shown},
-            {n: tools[n] for n in in_code})
-
-
-def _tools(inner: dict[str, ToolsetTool[Any]], sandbox: Sandbox | None) -> list[Tool]:
-    return [Tool(name=name, description=t.tool_def.description or "",
-                 parameters=t.tool_def.parameters_json_schema,
-                 output_schema=t.tool_def.return_schema,
-                 function=None if sandbox is None else _InnerTool(sandbox, name))
-            for name, t in inner.items()]
 
 
 def _tools_key(inner: dict[str, ToolsetTool[Any]]) -> Hashable:
@@ -192,7 +108,7 @@ def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]], python: str) -> 
         _catalogs.move_to_end(key)
     else:
         try:
-            registry = ToolRegistry(_tools(inner, None))
+            registry = ToolRegistry(tools_of(inner, None))
         except ValueError as exc:
             raise UserError(f"code mode cannot take these tools: {exc}") from exc
         made = _catalogs[key] = (instructions(registry, python=python),
@@ -233,7 +149,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
-        self.callers = _checked(self.callers)
+        self.callers = checked(self.callers)
         if self.code_tool is None:
             self.code_tool = CodeTool(limits=self.limits, describe_names=self.describe_names,
                                      idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
@@ -291,14 +207,14 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await self.wrapped.get_tools(ctx)
-        native, inner = _split(tools, self.callers, ctx)
+        native, inner = split(tools, self.callers, ctx)
         if CODE_TOOL_NAME in tools:
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
         if state.toolbox is None or key != state.toolbox.key:
             state.instructions, state.description = _catalog(key, inner,
                                                              python_note(self.runtime))
-            state.toolbox = Toolbox(functools.partial(_tools, inner), key)
+            state.toolbox = Toolbox(functools.partial(tools_of, inner), key)
         if self.prestart and self.scope == "run":
             self._own_sandbox(state).warm(state.toolbox)
         code_def = ToolDefinition(
@@ -340,7 +256,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             raise ModelRetry(f"[error] The code of call {waiting} is paused, waiting for a "
                              "person's decision; this code did not run. Run it again after.")
         reply = await self.code_tool.arun_code(
-            tool_args["code"], context=_Cell(manager, contextvars.copy_context()),
+            tool_args["code"], context=Cell(manager, contextvars.copy_context()),
             tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
         if reply.paused:
             # PydanticAI's own pause: the run ends with DeferredToolRequests (CodeModeApprovals
@@ -416,7 +332,7 @@ class CodeMode(CodeModeApprovals[AgentDepsT]):
     """Shared by the toolsets this capability wraps; made with the first."""
 
     def __post_init__(self) -> None:
-        self.callers = _checked(self.callers)
+        self.callers = checked(self.callers)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
