@@ -14,7 +14,8 @@ resume.
    hashed once per process: a first-touch cost, reported apart).
 3. A cell making 100 ungated calls then one gated one: calls made across pause and resume.
 
-Run as a script it is that new process: python approval_pydantic_ai.py REDIS_URL FOLDER WARM
+Run as a script it is that new process:
+    python approval_pydantic_ai.py REDIS_URL FOLDER WARM SAVE
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets import FunctionToolset
 from tooliscode import Limits, Session
-from tooliscode.durable import RedisStore
+from tooliscode.durable import Keeper, RedisStore, Save
 from tooliscode.integrations.pydantic_ai import CodeMode
 
 FRAMEWORK = "PydanticAI"
@@ -159,14 +160,16 @@ async def pause_both(redis_url: str, folder: Path) -> None:
         code_mode.close()
 
 
-async def resume_here(redis_url: str, folder: Path, warm: bool) -> dict[str, float]:
-    """In the new process: each flow resumed once from its saved state, timed."""
+async def resume_here(redis_url: str, folder: Path, warm: bool,
+                      save: Save = "before_answer") -> dict[str, float]:
+    """In the new process: each flow resumed once from its saved state, timed (the
+    conversation stored before the answer goes, or, with "after_answer_lossy", after)."""
     await Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("hi")]))).run("warm")
     if warm:
         with Session([], runtime="data") as other:
             other.snapshot()
-    code_mode = CodeMode(scope="conversation", store=RedisStore(redis_url), limits=LIMITS,
-                         runtime="data")
+    code_mode = CodeMode(scope="conversation", store=Keeper(RedisStore(redis_url), save=save),
+                         limits=LIMITS, runtime="data")
     found: dict[str, float] = {}
     try:
         for side, agent in (("direct", direct_agent(1)),
@@ -185,14 +188,16 @@ async def resume_here(redis_url: str, folder: Path, warm: bool) -> dict[str, flo
     return found
 
 
-def new_process(redis_url: str, rounds: int, warm: bool) -> tuple[float, float]:
+def new_process(redis_url: str, rounds: int, warm: bool,
+                save: Save = "before_answer") -> tuple[float, float]:
     """Figure 2: median seconds of a resume in a new process, code then direct."""
     times: dict[str, list[float]] = {"ours_s": [], "direct_s": []}
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as folder:
             asyncio.run(pause_both(redis_url, Path(folder)))
-            done = subprocess.run([sys.executable, __file__, redis_url, folder, str(int(warm))],
-                                  capture_output=True, text=True, timeout=300, check=True)
+            done = subprocess.run([sys.executable, __file__, redis_url, folder, str(int(warm)),
+                                   save], capture_output=True, text=True, timeout=300,
+                                  check=True)
         found = json.loads(done.stdout.strip().splitlines()[-1])
         for key in times:
             times[key].append(found[key])
@@ -214,4 +219,4 @@ async def calls_across(runtime: str) -> int:
 
 if __name__ == "__main__":
     print(json.dumps(asyncio.run(resume_here(sys.argv[1], Path(sys.argv[2]),
-                                             sys.argv[3] == "1"))))
+                                             sys.argv[3] == "1", sys.argv[4]))))  # type: ignore[arg-type]

@@ -62,11 +62,16 @@ def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
     rows = [per_call_row(pa.FRAMEWORK, runtime, *asyncio.run(pa.per_call(runtime, rounds, 1.0)))
             for runtime in RUNTIMES]
     def in_new_processes(url: str) -> list[Row]:
-        cold_ours, cold_direct = pa.new_process(url, processes, warm=False)
+        def info(figure: str, ours: float, direct: float) -> Row:
+            return Row(f"{pa.FRAMEWORK}: the same {figure}", f"{ours * 1e3:.1f} ms vs "
+                       f"{direct * 1e3:.1f} ms direct, {load()}", "-", "info")
+
         return [new_process_row(pa.FRAMEWORK, *pa.new_process(url, processes, warm=True)),
-                Row(f"{pa.FRAMEWORK}: the same in a process's first resume (its runtime and "
-                    "start image not opened yet)", f"{cold_ours * 1e3:.1f} ms vs "
-                    f"{cold_direct * 1e3:.1f} ms direct, {load()}", "-", "info")]
+                info("with the conversation stored after the answer (Keeper "
+                     "save=\"after_answer_lossy\")",
+                     *pa.new_process(url, processes, warm=True, save="after_answer_lossy")),
+                info("in a process's first resume (its runtime and start image not opened "
+                     "yet)", *pa.new_process(url, processes, warm=False))]
 
     rows += with_redis(f"{pa.FRAMEWORK}: resume in a new process", in_new_processes)
     rows += [calls_row(pa.FRAMEWORK, runtime, asyncio.run(pa.calls_across(runtime)))
