@@ -27,7 +27,7 @@ import dataclasses
 import functools
 import json
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
+from tooliscode.engine import Decision
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -246,29 +247,47 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         manager = ToolManager(toolset=self.wrapped, ctx=ctx, tools=tool.inner,
                               root_capability=parent.root_capability if parent else None)
         call_id = ctx.tool_call_id or CODE_TOOL_NAME
-        # Approved with decisions for the calls its cell waits on: continue that cell.
-        decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
-        where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
-        if resumed and decisions is None:
-            decisions = {}  # a paused cell never runs again from its start: it asks again
-        elif decisions is None and (waiting := self._paused_beside(ctx, call_id, where)):
-            # a new cell would give up the one paused by a code call of the same response
-            raise ModelRetry(f"[error] The code of call {waiting} is paused, waiting for a "
-                             "person's decision; this code did not run. Run it again after.")
-        reply = await self.code_tool.arun_code(
-            tool_args["code"], context=Cell(manager, contextvars.copy_context()),
-            tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
+
+        async def run(where: dict[str, Any], decisions: Mapping[str, Decision] | None) -> Reply:
+            return await self.code_tool.arun_code(
+                tool_args["code"], context=Cell(manager, contextvars.copy_context()),
+                tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
+
+        reply, decided = await self._cell(ctx, call_id, run)
         if reply.paused:
             # PydanticAI's own pause: the run ends with DeferredToolRequests (CodeModeApprovals
             # names the inner calls there), and approving this call continues the cell. Calls
             # decided now wait for the rest (kept), so only the rest are asked for.
-            waiting = [p for p in reply.paused if p.id not in (decisions or {})]
+            waiting = [p for p in reply.paused if p.id not in decided]
             raise ApprovalRequired(metadata=pause_metadata(waiting or reply.paused))
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
         return ToolReturn(return_value=_with_images(reply), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
+
+    async def _cell(self, ctx: RunContext[AgentDepsT], call_id: str,
+                    run: Callable[[dict[str, Any], Mapping[str, Decision] | None],
+                                  Awaitable[Reply]]) -> tuple[Reply, Mapping[str, Decision]]:
+        """Run the code call's cell, or continue the one it paused when the call comes back
+        approved; also the decisions handed in."""
+        decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
+        where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
+        if decisions is not None:
+            return await run(where, decisions), decisions
+        if resumed:  # approved with nothing decided inside: the paused cell asks again
+            return await run(where, {}), {}
+        if ctx.tool_call_approved and "key" in where:
+            # the same, for a cell paused in the conversation (here, or in its store); with
+            # none, the code itself waited for approval: it runs
+            reply = await run(where, {})
+            if reply.result is not None:
+                return reply, {}
+        waiting = self._paused_beside(ctx, call_id, where)
+        if waiting is not None:  # a new cell would give up the one paused beside it
+            raise ModelRetry(f"[error] The code of call {waiting} is paused, waiting for a "
+                             "person's decision; this code did not run. Run it again after.")
+        return await run(where, None), {}
 
     def _paused_beside(self, ctx: RunContext[AgentDepsT], call_id: str,
                        where: dict[str, Any]) -> str | None:

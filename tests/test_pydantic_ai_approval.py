@@ -243,6 +243,51 @@ async def test_without_the_capability_the_code_call_itself_waits_for_approval():
         toolset.close()
 
 
+async def test_approving_the_code_call_itself_elsewhere_asks_again(redis_url):  # noqa: F811
+    """A bare toolset's `run_python` item approved with nothing decided inside, in another
+    worker: the cell is run again from the store only as far as its pause, which it asks
+    for again; the calls before it are not made again."""
+    def bare(store: RedisStore) -> CodeModeToolset:
+        return CodeModeToolset(tools, scope="conversation", store=store, limits=LIMITS)
+
+    def runner(toolset: CodeModeToolset) -> Agent:
+        return Agent(Script(EMAILS).model, toolsets=[toolset],
+                     output_type=[str, DeferredToolRequests])
+
+    store = RedisStore(redis_url)
+    first = bare(store)
+    try:
+        result = await runner(first).run("email the late customers")
+    finally:
+        first.close()
+    (part,) = result.output.approvals
+    later = bare(store)
+    try:
+        again = await resume(runner(later), result, result.output.build_results(
+            approve_all=True))
+    finally:
+        later.close()
+    assert again.output.metadata == result.output.metadata  # Ann's email, asked again
+    assert RAN == {"find_late_orders": 1} and SENT == []
+
+
+@pytest.mark.parametrize("scope", ["run", "conversation"])
+async def test_code_that_itself_waits_for_approval_runs_once_approved(scope):
+    """`approval_required()` around the code tool: a person approves the code before it
+    runs; approved, it runs from its start (no cell of it had paused)."""
+    toolset = CodeModeToolset(tools, scope=scope, limits=LIMITS)
+    runner = Agent(Script("print(ping(n=5))").model, toolsets=[toolset.approval_required()],
+                   output_type=[str, DeferredToolRequests])
+    try:
+        result = await runner.run("ping")
+        (part,) = result.output.approvals
+        assert part.tool_name == "run_python" and RAN == {}
+        result = await resume(runner, result, result.output.build_results(approve_all=True))
+    finally:
+        toolset.close()
+    assert result.output == "answer: 5" and RAN == {"ping": 1}
+
+
 def test_callers_are_checked():
     with pytest.raises(UserError, match="callers\\['send_email'\\] must be one of"):
         CodeMode(callers={"send_email": "sideways"})
