@@ -17,9 +17,10 @@ alone: python benchmarks/bench_approval.py --only openai_agents
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable
 
-from _util import Row, load, machine, table
+from _util import Row, load, machine, table, with_redis
 
 PER_CALL_TARGET_S = 0.005
 NEW_PROCESS_TARGET_S = 0.050
@@ -53,34 +54,50 @@ def calls_row(framework: str, runtime: str, calls: int) -> Row:
                "ok" if calls == 101 else "over")
 
 
-FRAMEWORKS: dict[str, Callable[[], list[Row]]] = {}
-"""Each framework's rows, by the name `--only` takes."""
+def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
+    """PydanticAI: `DeferredToolRequests` naming the inner calls, `DeferredToolResults` for
+    them (approval_pydantic_ai.py)."""
+    import approval_pydantic_ai as pa
 
+    rows = [per_call_row(pa.FRAMEWORK, runtime, *asyncio.run(pa.per_call(runtime, rounds, 1.0)))
+            for runtime in RUNTIMES]
+    def in_new_processes(url: str) -> list[Row]:
+        def info(figure: str, ours: float, direct: float) -> Row:
+            return Row(f"{pa.FRAMEWORK}: the same {figure}", f"{ours * 1e3:.1f} ms vs "
+                       f"{direct * 1e3:.1f} ms direct, {load()}", "-", "info")
 
-# -- LangChain: CodeModeMiddleware under HumanInTheLoopMiddleware ---------------------------
+        return [new_process_row(pa.FRAMEWORK, *pa.new_process(url, processes, warm=True)),
+                info("with the conversation stored after the answer (Keeper "
+                     "save=\"after_answer_lossy\")",
+                     *pa.new_process(url, processes, warm=True, save="after_answer_lossy")),
+                info("in a process's first resume (its runtime and start image not opened "
+                     "yet)", *pa.new_process(url, processes, warm=False))]
+
+    rows += with_redis(f"{pa.FRAMEWORK}: resume in a new process", in_new_processes)
+    rows += [calls_row(pa.FRAMEWORK, runtime, asyncio.run(pa.calls_across(runtime)))
+             for runtime in RUNTIMES]
+    return rows
 
 
 def langchain_rows(samples: int = 25) -> list[Row]:
-    """LangChain (`create_agent`, LangGraph's `InMemorySaver`), in both of the human-in-the-
-    loop middleware's modes: the code's gated call against the model's own call of the same
-    tool, each flow a user turn (model call, tool call, pause, `Command(resume=...)`, model
-    call) in a thread that has had one turn already (its interpreter started), median of
-    `samples`."""
-    import _bench_langchain as lc
+    """LangChain: `CodeModeMiddleware` under `HumanInTheLoopMiddleware`, in both of its modes
+    (approval_langchain.py): a turn whose code makes one reviewed call against the same turn
+    with the model calling the tool itself, the two taking turns."""
+    import approval_langchain as lc
 
-    out: list[Row] = []
-    for mode in ("batched", "per_call"):
-        for runtime in RUNTIMES:
-            ours, theirs = lc.pause_resume_s(mode, runtime, samples)
-            out.append(per_call_row(f"LangChain ({mode})", runtime, ours, theirs))
-    for mode in ("batched", "per_call"):
-        for runtime in RUNTIMES:
-            out.append(calls_row(f"LangChain ({mode})", runtime, lc.calls_across_pause(
-                mode, runtime)))
-    return out
+    rows = []
+    for mode in lc.MODES:
+        name = f"{lc.FRAMEWORK} ({mode})"
+        rows += [per_call_row(name, runtime, *lc.pause_resume_s(mode, runtime, samples))
+                 for runtime in RUNTIMES]
+        rows += [calls_row(name, runtime, lc.calls_across_pause(mode, runtime))
+                 for runtime in RUNTIMES]
+    return rows
 
 
-FRAMEWORKS["langchain"] = langchain_rows
+FRAMEWORKS: dict[str, Callable[[], list[Row]]] = {"pydantic_ai": pydantic_ai_rows,
+                                                  "langchain": langchain_rows}
+"""Each framework's rows, by the name `--only` takes."""
 
 
 def rows(only: list[str] | None = None) -> list[Row]:

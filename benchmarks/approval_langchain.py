@@ -23,6 +23,8 @@ from pydantic import Field
 from tooliscode import Limits
 from tooliscode.integrations.langchain import CodeModeMiddleware
 
+FRAMEWORK = "LangChain"
+MODES = ("batched", "per_call")
 RAN: collections.Counter[str] = collections.Counter()
 
 
