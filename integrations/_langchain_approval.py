@@ -149,6 +149,19 @@ class RunCode:
 
 
 @dataclass(frozen=True)
+class GiveUp:
+    """Give up the conversation's paused cell (its calls refused): a new cell does."""
+
+    of: Invocation
+
+    def run(self) -> None:
+        self.of.code_tool.run_code("pass", key=self.of.key)
+
+    async def arun(self) -> None:
+        await self.of.code_tool.arun_code("pass", key=self.of.key)
+
+
+@dataclass(frozen=True)
 class Review:
     """Run a call that interrupted down the chain again, for its answer: its `Decision`, or
     None while it waits (then `turn.raised` has its interrupt)."""
@@ -176,7 +189,7 @@ class Review:
         return through_chain(self.of.turn, call, p.arguments, p.id)
 
 
-Step = Generator[RunCode | Review, Any, Reply]
+Step = Generator[RunCode | GiveUp | Review, Any, Reply]
 
 
 def _next(work: Step, value: Any) -> tuple[bool, Any]:
@@ -189,11 +202,13 @@ def _next(work: Step, value: Any) -> tuple[bool, Any]:
 
 def _steps(of: Invocation) -> Step:
     code, turn = of.code_tool, of.turn
-    pending = code.paused_calls(of.outer, key=of.key)
+    pending = code.paused_calls(of.outer, key=of.key, code=of.code)
     reply: Reply | None = None
     if not pending:
         if _answered_before(turn):  # a resume, but the cell it paused is gone
             return (yield RunCode(of, {}))  # the code tool says so; nothing runs
+        if _parked(code, of.outer, of.key):  # other code, paused under a reused call id
+            yield GiveUp(of)
         reply = yield RunCode(of, None)
     elif not _parked(code, of.outer, of.key) and any(p.kind != "approval" for p in pending):
         # Paused elsewhere: run it again from its record up to its pause, here, before any

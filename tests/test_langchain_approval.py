@@ -251,6 +251,16 @@ def test_a_lost_pause_is_said_and_nothing_runs_again(agent):
     assert dict(RAN) == {"find_late_orders": 1}
 
 
+def test_a_new_turn_instead_of_an_answer_gives_the_pause_up(agent):
+    """The user writes again instead of answering, and the model's next call has the same
+    id (scripted models reuse theirs): the new code runs, the paused cell is given up."""
+    agent.start("late = find_late_orders()\nprint(send_email(to='ann', body='x'))")
+    thread = agent.config["configurable"]["thread_id"]
+    agent.start("print('new cell', len(late))", thread)
+    assert agent.last == [] and tool_messages(agent.result.value)[-1] == "new cell 2"
+    assert dict(RAN) == {"find_late_orders": 1}
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_callers_keep_tools_for_the_model(mode):
     made = Agent(mode, callers={"ping": "direct", "send_email": "both"})
