@@ -32,6 +32,7 @@ from .epoch import EpochTicker
 from .locate import WasmFile, locate_python_wasm
 from .quota import DiskQuota
 from .shadow import FORWARDED, GUARDED, Passthrough, define_shadow, passthrough_module
+from .stack import GuestStack, export_stack_pointer
 
 __all__ = ["WasmtimeRuntime", "CHANNEL_FD"]
 
@@ -46,6 +47,11 @@ _FLAGS = struct.Struct("<H")
 _SOCK_RECV_ARGS = struct.Struct("<I12xI12xI12xI12xI12xI12x")  # six wasmtime_val_raw_t
 _IOVEC = struct.Struct("<II")
 _ctypes = wasmtime._ffi.ctypes
+WASM_STACK = 2 << 20
+"""wasmtime's own stack for wasm frames (its default is 512 KiB; 2 MiB is as far as it goes
+without async stacks): recursion CPython does not count, such as hashing a deeply nested
+tuple, goes as deep as natively before it traps. The guest's thread gets four times that."""
+_ENGINE_FLAGS = "epoch_interruption,max_wasm_stack=2MiB,stack_pointer_export"
 
 _TRANSPORT = f'''
 import _socket, struct as _struct
@@ -87,6 +93,8 @@ class WasmtimeInstance(Instance):
 
     fds: set[int] | None = None
     """The descriptors the guest opened and has not closed, where they are kept count of."""
+    stack: GuestStack | None = None
+    """The guest's C stack, where it was moved to a region of its own (see `stack.py`)."""
 
     def track(self, name: str, fd: int, other: int = 0) -> None:
         """A descriptor was opened (`path_open`), closed or moved (see `_hostfuncs.tracked`)."""
@@ -168,10 +176,10 @@ class WasmtimeInstance(Instance):
                 self._stop_released = True  # `stop` held the ticker once: let it go once
                 self._rt.ticker.release()
 
-    @staticmethod
-    def _classify(exc: Exception) -> TrapReason:
+    def _classify(self, exc: Exception) -> TrapReason:
         code = getattr(exc, "trap_code", None)
-        if code == wasmtime.TrapCode.STACK_OVERFLOW or "stack" in str(exc).lower():
+        if code == wasmtime.TrapCode.STACK_OVERFLOW or "stack" in str(exc).lower() \
+                or self.overran_stack():  # its C stack ran into the memory below it
             return "stack"
         if code == wasmtime.TrapCode.INTERRUPT:
             return "timeout"
@@ -251,6 +259,9 @@ class WasmtimeInstance(Instance):
         self._store.set_limits(memory_size=memory_bytes)
         self._quota.max_bytes, self._quota.max_entries = disk_bytes, disk_entries
 
+    def overran_stack(self) -> bool:
+        return self.stack is not None and self._store is not None and self.stack.overran()
+
     def take_notices(self) -> list[str]:
         if not self._quota.hit:
             return []
@@ -306,6 +317,7 @@ class WasmtimeRuntime(Runtime):
     """CPython on WASI under wasmtime. Create one per process (see `default_runtime`)."""
 
     name = "wasmtime-wasi"
+    thread_stack = 4 * WASM_STACK
     _gate = threading.Lock()
     """Guards `_making` and `_closed` (of every runtime: it is held for a moment)."""
     _making = 0
@@ -317,8 +329,10 @@ class WasmtimeRuntime(Runtime):
         self.wasm = wasm if isinstance(wasm, WasmFile) else locate_python_wasm(wasm, expected_sha256)
         config = wasmtime.Config()
         config.epoch_interruption = True
+        config.max_wasm_stack = WASM_STACK
         self.engine = wasmtime.Engine(config)
-        self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
+        self.module = load_module(self.engine, self.wasm, flags=_ENGINE_FLAGS,
+                                  transform=export_stack_pointer)
         self.forwarded = FORWARDED
         self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
         self.linker = wasmtime.Linker(self.engine)
@@ -347,7 +361,9 @@ class WasmtimeRuntime(Runtime):
         return instance
 
     def _make(self, spec: GuestSpec) -> WasmtimeInstance:
-        return WasmtimeInstance(self, spec)
+        instance = WasmtimeInstance(self, spec)
+        instance.stack = GuestStack.move(instance._store, instance._instance.exports(instance._store))
+        return instance
 
     @contextlib.contextmanager
     def making(self) -> Iterator[None]:
