@@ -21,7 +21,7 @@ from ..runtime import GUEST_DIR, GuestTrap, Runtime, close_default_runtime, reso
 from ..tools.registry import ToolRegistry
 from ..tools.stubs import guest_spec, search_entry
 from .cellreport import Cell, build_result, trap_result
-from .folder import INTERNAL_DIR, FileInfo, list_files, read_file
+from .folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from .limits import Limits
 from .pool import WarmPool
 from .result import CellResult
@@ -30,6 +30,9 @@ from .worker import Command, NotStarted, Requests, Worker, join_all
 
 __all__ = ["Session"]
 
+_MAX_FOUND = 50
+"""Most tools one `search_tools` call returns, whatever limit the code asks for."""
+_QUERY_CHARS = 1_000
 _WATCHDOG_GRACE_S = 5.0
 _EXIT_WAIT_S = 3.0
 """How long exit waits for closing guests to end and remove their folders."""
@@ -229,10 +232,11 @@ class Session(Closing):
             limits = {"output_chars": self.limits.output_chars,
                       "value_chars": self.limits.value_chars,
                       "spill_bytes": self.limits.spill_bytes,
-                      "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output",
+                      "spill_dir": f"{GUEST_DIR}/{OUTPUT}",
                       "image_bytes": self.limits.image_bytes,
                       "image_pixels": self.limits.image_pixels,
                       "figure_dir": f"{GUEST_DIR}/figures",
+                      "python_note": self.runtime.python_note,
                       "mpl_config_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/matplotlib"}
             self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
                            "limits": limits}
@@ -284,7 +288,8 @@ class Session(Closing):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         timeout = self.limits.timeout_s
         calls = CellCalls(self.registry, self.limits, loop,
-                          None if timeout is None else time.monotonic() + timeout)
+                          None if timeout is None else time.monotonic() + timeout,
+                          workdir=self.workdir)
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
         command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
@@ -390,7 +395,8 @@ def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
            cell: Requests | None) -> dict[str, Any]:
     """The guest's requests other than commands: tool calls (for the running cell) and search."""
     if op == "search":
-        found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
+        limit = max(0, min(int(msg.get("limit", 10)), _MAX_FOUND))
+        found = registry.search(str(msg.get("query", ""))[:_QUERY_CHARS], limit)
         return {"ok": True, "value": [search_entry(t) for t in found]}
     if cell is not None:
         return cell.handle(op, msg)

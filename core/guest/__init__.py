@@ -14,7 +14,8 @@ __all__ = ["GUEST_MODULES", "guest_sources"]
 
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
-                 "callsite", "tools", "discovery", "describe", "figures", "cells", "persist", "main")
+                 "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
+                 "cells", "persist", "main")
 """In load order: each may import only the ones before it."""
 
 
