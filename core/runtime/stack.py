@@ -22,10 +22,12 @@ from typing import Any
 
 import wasmtime
 
+from ._capi import memory_base, store_context
+
 __all__ = ["STACK_BYTES", "GUARD_BYTES", "STACK_EXPORT", "export_stack_pointer", "GuestStack"]
 
 STACK_BYTES = 8 << 20
-GUARD_BYTES = 64 << 10
+GUARD_BYTES = 16 << 10
 STACK_EXPORT = "__stack_pointer"
 _PAGE = 1 << 16
 _GLOBAL, _EXPORT, _IMPORT = 6, 7, 2
@@ -127,7 +129,9 @@ class GuestStack:
         self.base = first * _PAGE
         """The lowest address of the region; the guard starts here."""
         pointer.set_value(store, wasmtime.Val.i32((first + pages) * _PAGE))
-        self._store, self._memory = store, memory
+        self._memory_handle = memory  # keeps the struct `_memory` points into alive
+        self._memory = ctypes.addressof(memory._memory)
+        self._context = store_context(store.ptr())
 
     @classmethod
     def move(cls, store: wasmtime.Store, exports: Any, size: int = STACK_BYTES) -> GuestStack | None:
@@ -138,13 +142,14 @@ class GuestStack:
             return None
         return cls(store, exports["memory"], pointer, size)
 
+    def _guard(self) -> int:
+        return memory_base(self._context, self._memory) + self.base
+
     def overran(self) -> bool:
-        """True when the stack reached its guard: the memory below it may be damaged."""
-        data = self._memory.data_ptr(self._store)
-        address = ctypes.addressof(data.contents) + self.base
-        return ctypes.string_at(address, GUARD_BYTES) != _ZEROS
+        """True when the stack reached its guard: the memory below it may be damaged. Asked
+        after every cell (a few microseconds)."""
+        return ctypes.string_at(self._guard(), GUARD_BYTES) != _ZEROS
 
     def mark_guard(self) -> None:
         """Write into the guard as an overrun would (for tests of what follows one)."""
-        data = self._memory.data_ptr(self._store)
-        ctypes.memset(ctypes.addressof(data.contents) + self.base + GUARD_BYTES // 2, 1, 16)
+        ctypes.memset(self._guard() + GUARD_BYTES // 2, 1, 16)
