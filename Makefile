@@ -32,6 +32,7 @@ bench: setup
 
 lint: setup
 	$(PY) -m ruff check core integrations tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info

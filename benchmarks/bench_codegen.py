@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from golden.synthetic import synthetic_tools
 from tooliscode import Limits, Session, ToolRegistry
-from tooliscode.prompt.catalog import catalog
-from tooliscode.prompt.tokens import TOKENIZER, count_tokens
-from tooliscode.tools.stubs import guest_spec
+from tooliscode.prompt._catalog import catalog
+from tooliscode.prompt._tokens import TOKENIZER, count_tokens
+from tooliscode.tools._stubs import guest_spec
 
 CATALOG_BUDGET_TOKENS = 1_500
 

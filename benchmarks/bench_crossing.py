@@ -3,9 +3,12 @@
 Rows, for each runtime (the default and `data`): the empty round trip (a request the host
 answers without dispatching it); a small tool call on the sync route (`Session.run`, a sync
 tool) and on the async route that PydanticAI and the Agents SDK use (`await Session.arun`, an
-async tool); their ratios. Then the same small call in smolagents' `LocalPythonExecutor` as a
-reference, in its own environment. Each figure is the best of several rounds taken in turn,
-since noise only ever adds time.
+async tool); their ratios. Then the calls models write in async code, on both routes and with
+both kinds of tool: awaited one after another (`await echo(i)`), each against the plain call
+of the same tool on the same route, and gathered ten at once
+(`await asyncio.gather(*[echo(i) for _ in range(10)])`), per call. Then the same small call in
+smolagents' `LocalPythonExecutor` as a reference, in its own environment. Each figure is the
+best of several rounds taken in turn, since noise only ever adds time.
 
 Run: python benchmarks/bench_crossing.py [--calls 500] [--rounds 15] [--runtime data] [--no-peer]
 """
@@ -26,9 +29,12 @@ from _util import Row, machine, table  # noqa: E402
 from envs import peer_python, run_peer_script  # noqa: E402
 from tooliscode import Limits, Session  # noqa: E402
 
-LOOP = ("import time\nimport tooliscode_guest.channel as _channel\n_empty = _channel.round_trip\n"
+LOOP = ("import asyncio, time\nimport tooliscode_guest.channel as _channel\n"
+        "_empty = _channel.round_trip\n"
         "t = time.perf_counter()\nfor i in range({n}):\n    {call}\n"
-        "print((time.perf_counter() - t) / {n})")
+        "print((time.perf_counter() - t) / {calls})")
+GATHERED = 10
+"""Calls per gather in the gathered rows."""
 
 
 def echo(x: int) -> int:
@@ -42,7 +48,17 @@ async def aecho(x: int) -> int:
 
 
 PROBES = {"empty": ("run", "_empty()"), "sync": ("run", "echo(i)"),
-          "async": ("arun", "aecho(i)"), "async route, sync tool": ("arun", "echo(i)")}
+          "async": ("arun", "aecho(i)"), "async route, sync tool": ("arun", "echo(i)"),
+          "sync route, async tool": ("run", "aecho(i)")}
+ROUTES = {"run": "Session.run", "arun": "await Session.arun"}
+TOOLS = {"echo": "sync tool", "aecho": "async tool"}
+PLAIN = {("run", "echo"): "sync", ("run", "aecho"): "sync route, async tool",
+         ("arun", "aecho"): "async", ("arun", "echo"): "async route, sync tool"}
+"""The plain call each awaited or gathered call is set against: same route, same tool."""
+ASYNC_CODE = {"awaited": "await {tool}(i)",
+              "gathered": f"await asyncio.gather(*[{{tool}}(i) for _ in range({GATHERED})])"}
+PROBES.update({f"{how} {route} {tool}": (route, call.format(tool=tool))
+               for route, tool in PLAIN for how, call in ASYNC_CODE.items()})
 
 
 async def measure(calls: int, rounds: int, runtime: str) -> dict[str, tuple[float, float]]:
@@ -55,10 +71,12 @@ async def measure(calls: int, rounds: int, runtime: str) -> dict[str, tuple[floa
             if round_ == 1:
                 await settle()
             for name, (route, call) in PROBES.items():
-                code = LOOP.format(n=calls, call=call)
+                per = GATHERED if name.startswith("gathered") else 1
+                made = calls // per * per
+                code = LOOP.format(n=calls // per, calls=made, call=call)
                 cpu = time.process_time()
                 result = session.run(code) if route == "run" else await session.arun(code)
-                cpu = (time.process_time() - cpu) / calls
+                cpu = (time.process_time() - cpu) / made
                 if not result.ok:
                     raise RuntimeError(f"{name}: {result.error}")
                 if round_:  # the first round warms up
@@ -105,7 +123,30 @@ def runtime_rows(runtime: str, calls: int, rounds: int) -> list[Row]:
             "ok" if async_ <= 1.3 * sync else "over"),
         Row(f"[{runtime}] small tool call, async route, sync tool",
             "{} (CPU {})".format(*map(us, best["async route, sync tool"])), "-", "info"),
+        Row(f"[{runtime}] small tool call, sync route, async tool",
+            "{} (CPU {})".format(*map(us, best["sync route, async tool"])), "-", "info"),
+        *async_code_rows(runtime, best),
     ]
+
+
+def async_code_rows(runtime: str, best: dict[str, tuple[float, float]]) -> list[Row]:
+    """Awaited and gathered calls, each against the plain call of its tool on its route."""
+    out = []
+    for (route, tool), plain_name in PLAIN.items():
+        plain, plain_cpu = best[plain_name]
+        where = f"{ROUTES[route]}, {TOOLS[tool]}"
+        awaited, awaited_cpu = best[f"awaited {route} {tool}"]
+        out.append(Row(
+            f"[{runtime}] `await {tool}(i)` one after another ({where})",
+            f"{us_text(awaited)} = {awaited / plain:.2f}x plain `{tool}(i)` (CPU "
+            f"{us_text(awaited_cpu)} = {awaited_cpu / plain_cpu:.2f}x)", "<= 1.5x plain",
+            "ok" if awaited <= 1.5 * plain else "over"))
+        gathered, gathered_cpu = best[f"gathered {route} {tool}"]
+        out.append(Row(
+            f"[{runtime}] {GATHERED} `{tool}(i)` gathered, per call ({where})",
+            f"{us_text(gathered)} = {gathered / plain:.2f}x plain `{tool}(i)` (CPU "
+            f"{us_text(gathered_cpu)} = {gathered_cpu / plain_cpu:.2f}x)", "-", "info"))
+    return out
 
 
 def rows(calls: int = 500, rounds: int = 15, peer: bool = True,

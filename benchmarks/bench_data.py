@@ -21,7 +21,7 @@ from _util import Row
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 from envs import peer_python  # noqa: E402
 from tooliscode import Limits, Session  # noqa: E402
-from tooliscode.engine.worker import Worker  # noqa: E402
+from tooliscode.engine._worker import Worker  # noqa: E402
 from tooliscode.runtime import runtime_named  # noqa: E402
 
 GROUPBY = textwrap.dedent("""
@@ -80,7 +80,7 @@ def _first_result_ms(name: str, samples: int = 15) -> float:
 def _conversations_per_s(name: str, seconds: float = 5.0) -> tuple[float, float]:
     """(conversations per second, CPU ms per conversation over all threads): the CPU figure
     holds still when other work shares the machine."""
-    from tooliscode.openai.toolset import ToolIsCode
+    from tooliscode.openai._toolset import ToolIsCode
 
     count, start, cpu = 0, time.perf_counter(), os.times()
     while time.perf_counter() - start < seconds:

@@ -28,7 +28,7 @@ from tooliscode import Limits, Session
 ROWS = "data = [{{'id': i, 'name': f'item {{i}}', 'tags': ['a', 'b']}} for i in range({n})]"
 TEN_MB = ROWS.format(n=50_000)
 """About 10 MB of objects (`_held` prints it), in about 11 MB of fresh pages: the start image's
-free holes are filled when it is built (`runtime/imageballast.py`), else the guest's allocator
+free holes are filled when it is built (`runtime/data/_image_ballast.py`), else the guest's allocator
 spread these objects over 8,000 of the image's pages and the snapshot carried 44 MB."""
 BIG = ROWS.format(n=100_000)
 """The earlier "10 MB" row: about 20 MB of objects."""
@@ -67,7 +67,7 @@ def _held(s: Session) -> str:
     count, size = s.run(HELD).stdout.split()
     held = f"{int(count):,} dicts, {size} MB of objects"
     if s.runtime.turn_based:
-        from tooliscode.runtime import pagemap
+        from tooliscode.runtime.data import _page_map as pagemap
 
         def written(guest) -> int:
             address, length = guest.memory_span()
@@ -114,13 +114,13 @@ def _compressor_row() -> Row:
     when they are few: zlib is the fastest compressor the standard library has (lzma and bz2
     are slower still); measured on a data-runtime session holding the 47 MB of data, with
     every written page compared with the image."""
-    from tooliscode.durable import exact, pages
+    from tooliscode.runtime.data import _exact as exact
+    from tooliscode.runtime.data import _memory_delta as pages
 
     with Session([], limits=LIMITS, runtime="data") as s:
         s.run(BIG)
         worker = s._state.worker
-        image = exact.image_of(worker)
-        opened = exact._opened(image.path)
+        opened = exact._opened(worker.instance.image.path)
 
         def streams(guest) -> tuple[bytes, bytes]:  # the views into memory are good until then
             delta = pages.take(*guest.memory_span(), opened.base, opened.empty, 1 << 40)
@@ -154,9 +154,9 @@ def _check_row() -> Row:
 
 
 class _Worker:
-    def __init__(self, url: str, runtime: str):
+    def __init__(self, url: str, runtime: str, save: str = "before_answer"):
         self.proc = subprocess.Popen([sys.executable, str(WORKER), "redis", url, "error", "15",
-                                      "30", runtime], stdin=subprocess.PIPE,
+                                      "30", runtime, save], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.proc.stdout.readline()
 
@@ -186,35 +186,82 @@ def _redis() -> tuple[subprocess.Popen, str, str] | None:
     return server, f"redis://127.0.0.1:{port}/0", folder
 
 
-def _move_rows(runtime: str, cells: int = 20) -> list[Row]:
-    figure = f"per cell, alternating two workers over Redis vs staying ({runtime} runtime)"
+def _cells(workers: list[_Worker], key: str, cells: int, pick=None) -> list[float]:
+    """Seconds per cell `n += 1` of conversation `key`, each sent to `pick(i)`'s worker."""
+    samples = []
+    for i in range(cells):
+        worker = workers[pick(i) if pick is not None else i % len(workers)]
+        start = time.perf_counter()
+        worker.call(key, "n = globals().get('n', 0) + 1")
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _with_redis(figure: str, body) -> list[Row]:
     redis = _redis()
     if redis is None:
         return [Row(figure, "no redis-server", "-", "-")]
     server, url, folder = redis
-    a, b = _Worker(url, runtime), _Worker(url, runtime)
     try:
-        a.call("stay", "n = 0")
-        a.call("move", "n = 0")
-        b.call("warm", "n = 0")  # each worker's first restore and image hash happen before
-
-        def per_cell(key: str, workers: list[_Worker]) -> float:
-            samples = []
-            for i in range(cells):
-                start = time.perf_counter()
-                workers[i % len(workers)].call(key, "n += 1")
-                samples.append(time.perf_counter() - start)
-            return statistics.median(samples)
-
-        stay, move = per_cell("stay", [a]), per_cell("move", [a, b])
+        return body(url)
     finally:
-        a.close()
-        b.close()
         server.terminate()
         shutil.rmtree(folder, ignore_errors=True)
-    extra = move - stay
-    return [Row(figure, f"{move * 1e3:.1f} ms vs {stay * 1e3:.1f} ms (+{extra * 1e3:.1f} ms), "
-                        f"{_load()}", "<= 20 ms more", "ok" if extra <= 0.02 else "over")]
+
+
+def _move_rows(runtime: str, cells: int = 20) -> list[Row]:
+    """A conversation staying on one worker, answering after its save (the default) and
+    before it (lossy), and one alternating between two workers."""
+    figure = f"per cell, alternating two workers over Redis vs staying ({runtime} runtime)"
+
+    def measure(url: str) -> list[Row]:
+        a, b = _Worker(url, runtime), _Worker(url, runtime)
+        lossy = _Worker(url, runtime, "after_answer_lossy")
+        try:
+            for w, key in ((a, "stay"), (a, "move"), (b, "warm"), (lossy, "lossy")):
+                w.call(key, "n = 0")  # each worker's first restore and image hash happen before
+            stay = statistics.median(_cells([a], "stay", cells))
+            move = statistics.median(_cells([a, b], "move", cells))
+            early = statistics.median(_cells([lossy], "lossy", cells))
+        finally:
+            for w in (a, b, lossy):
+                w.close()
+        extra, durable = move - stay, stay - early
+        return [Row(figure, f"{move * 1e3:.1f} ms vs {stay * 1e3:.1f} ms "
+                            f"(+{extra * 1e3:.1f} ms), {_load()}", "<= 20 ms more",
+                    "ok" if extra <= 0.02 else "over"),
+                Row(f"per cell on one worker over Redis: answered after its save (durable) vs "
+                    f"before it (after_answer_lossy) ({runtime} runtime)",
+                    f"{stay * 1e3:.1f} ms vs {early * 1e3:.1f} ms ({durable * 1e3:+.1f} ms), "
+                    f"{_load()}", "reported", "info")]
+
+    return _with_redis(figure, measure)
+
+
+def _fleet_rows(runtime: str, conversations: int = 8, cells: int = 10) -> list[Row]:
+    """Three workers, every cell of every conversation sent to one at random."""
+    figure = f"a cell under 3 workers over Redis, random routing, p50 / p99 ({runtime} runtime)"
+
+    def measure(url: str) -> list[Row]:
+        import random
+
+        rng = random.Random(1)
+        fleet = [_Worker(url, runtime) for _ in range(3)]
+        try:
+            for w in fleet:
+                w.call(f"warm-{id(w)}", "n = 0")
+            samples = [t for c in range(conversations)
+                       for t in _cells(fleet, f"fleet-{c}", cells, lambda _: rng.randrange(3))]
+        finally:
+            for w in fleet:
+                w.close()
+        samples.sort()
+        p50, p99 = samples[len(samples) // 2], samples[min(len(samples) - 1,
+                                                           int(len(samples) * 0.99))]
+        return [Row(figure, f"{p50 * 1e3:.1f} / {p99 * 1e3:.1f} ms over {len(samples)} cells, "
+                            f"{_load()}", "reported", "info")]
+
+    return _with_redis(figure, measure)
 
 
 def rows() -> list[Row]:
@@ -229,7 +276,9 @@ def rows() -> list[Row]:
             *_snapshot_rows("idle session", "x = 1", 10, "default", None),
             *_snapshot_rows("10 MB of Python data", TEN_MB, 5, "default", None),
             *_move_rows("data"),
-            *_move_rows("default")]
+            *_fleet_rows("data"),
+            *_move_rows("default"),
+            *_fleet_rows("default")]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Each task (benchmarks/tasks/) is one question over a realistic tool collection: 
 CRM, a log search returning megabytes, a paginated API, 1,000 tools to search, the store
 demo's join, a top-N over a large table, a chain of eight dependent lookups, and a small
 question where code mode has little to gain. Both sides run through the real loop
-(`tooliscode.openai.loop.run_conversation`, the `openai` client, `ScriptedServer`): the plain side
+(`tooliscode.openai._loop.run_conversation`, the `openai` client, `ScriptedServer`): the plain side
 with every tool's schema in each request and every result in the history, making independent
 calls in parallel in one turn (its fewest round trips); the code side through `ToolIsCode`.
 Input tokens are counted from each request the scripted model received (tool definitions,
@@ -22,7 +22,7 @@ from _util import Row, machine, table
 from tasks import all_tasks
 from tasks.base import LARGE, MULTI
 from tasks.transcript import Outcome, run_task
-from tooliscode.prompt.tokens import TOKENIZER
+from tooliscode.prompt._tokens import TOKENIZER
 
 TOKEN_TARGET = 0.90
 """Fewer context tokens on every large-result task."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["ToolIsCodeError", "RuntimeNotFound", "RuntimeIntegrityError", "SessionClosed", "ToolError"]
+__all__ = ["ToolIsCodeError", "RuntimeNotFound", "RuntimeIntegrityError", "SessionClosed",
+           "SnapshotError", "ToolError"]
 
 
 class ToolIsCodeError(Exception):
@@ -19,6 +20,11 @@ class RuntimeIntegrityError(ToolIsCodeError):
 
 class SessionClosed(ToolIsCodeError):
     """The session was used after `close()`."""
+
+
+class SnapshotError(ToolIsCodeError):
+    """A snapshot that cannot be used: corrupt, cut short, tampered with, or from elsewhere
+    (another runtime, version or start image)."""
 
 
 class ToolError(ToolIsCodeError):

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import store_tools as store
 from tooliscode import ToolIsCode
-from tooliscode.openai.loop import LoopResult, run_conversation
+from tooliscode.openai import LoopResult, run_conversation
 from tooliscode.openai.testing import ScriptedRequest, ScriptedServer, code
-from tooliscode.prompt.tokens import TOKENIZER, ContextCounter
+from tooliscode.prompt import TOKENIZER, ContextCounter
 
 PROMPT = ("Which EU customer spent the most on paid orders in Q3 2025 (July to September)? "
           "Give the total in USD and in EUR, their account manager, and how many support "

@@ -31,8 +31,8 @@ from agents.tool import (
 )
 from agents.tool_context import ToolContext
 from tooliscode import MCPServer, Tool, ToolError, as_tool
-from tooliscode.mcp.tools import mcp_namespace, mcp_tool
-from tooliscode.tools.tool import python_name
+from tooliscode.mcp import mcp_namespace, mcp_tool
+from tooliscode.tools import python_name
 
 __all__ = ["Inner", "as_inner", "as_tool_error", "maybe", "mcp_inners", "plain"]
 

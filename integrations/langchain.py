@@ -31,13 +31,13 @@ from pydantic import PrivateAttr
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt.codetool import (
+from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
+    base64_data,
     code_tool_description,
     instructions,
 )
-from tooliscode.prompt.images import base64_data
 from tooliscode.runtime import Runtime, python_note
 
 __all__ = ["CodeModeTool", "as_langchain_tool"]
@@ -130,18 +130,23 @@ class CodeModeTool(BaseTool):
         """The wrapped tools."""
         return list(self._tools)
 
+    @property
+    def code_tool(self) -> CodeTool:
+        """The code tool that runs the cells: one interpreter per thread."""
+        return self._code
+
     def _bind(self, sandbox: Sandbox) -> list[Tool]:
         return [dataclasses.replace(d, function=_InnerTool(sandbox, t))
                 for d, t in zip(self._declarations, self._tools)]
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
              *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        return _answer(self._code.run_code(
+        return _answer(self.code_tool.run_code(
             code, key=_thread_id(config), context=_Turn(_child(config, run_manager), False)))
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
                     *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        return _answer(await self._code.arun_code(
+        return _answer(await self.code_tool.arun_code(
             code, key=_thread_id(config), context=_Turn(_child(config, run_manager), True)))
 
     # -- conversations ------------------------------------------------------------------
@@ -149,20 +154,20 @@ class CodeModeTool(BaseTool):
     @property
     def thread_ids(self) -> list[Any]:
         """The conversations with a live interpreter (`None` is the one without a thread_id)."""
-        return self._code.keys
+        return self.code_tool.keys
 
     def session(self, thread_id: Any = None) -> Any:
         """The live `Session` of a conversation, or `None` (e.g. to read the files it wrote)."""
-        sandbox = self._code.get(thread_id)
+        sandbox = self.code_tool.get(thread_id)
         return sandbox.session if sandbox is not None else None
 
     def drop(self, thread_id: Any = None) -> bool:
         """Close one conversation's interpreter now (the conversation ended)."""
-        return self._code.drop(thread_id)
+        return self.code_tool.drop(thread_id)
 
     def close(self) -> None:
         """Close every interpreter."""
-        self._code.close()
+        self.code_tool.close()
 
 
 def _child(config: RunnableConfig, run_manager: Any) -> RunnableConfig:

@@ -35,12 +35,10 @@ from agents import (
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
-from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry
-from tooliscode.closing import Closing
-from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox, fingerprint
+from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, prompt
+from tooliscode.codetool import Closing, CodeTool, Reply, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt import codetool
-from tooliscode.prompt.images import data_url
+from tooliscode.prompt import data_url
 from tooliscode.runtime import Runtime, python_note
 
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
@@ -88,7 +86,7 @@ class CodeModeToolset(Closing):
     """
 
     def __init__(self, tools: Iterable[Any] = (), *, mcp_servers: Iterable[Any] = (),
-                 limits: Limits | None = None, name: str = codetool.CODE_TOOL_NAME,
+                 limits: Limits | None = None, name: str = prompt.CODE_TOOL_NAME,
                  conversation: Hashable | ConversationKey | None = None,
                  approve: ApprovalCallback | None = None, max_sessions: int | None = 64,
                  idle_timeout_s: float | None = 1800.0, runtime: Runtime | str | None = None,
@@ -102,16 +100,16 @@ class CodeModeToolset(Closing):
             if not isinstance(server, (AgentsMCPServer, MCPServer)):
                 raise TypeError(f"not an MCP server: {server!r}")
         self._static = [as_inner(t) for t in tools]
-        self.codetool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
+        self.code_tool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
                                  max_sessions=max_sessions, runtime=runtime, store=store)
         """The interpreters: one per run, or per conversation."""
         self._runs: dict[int, weakref.finalize] = {}
         self._listings: dict[int, _Listing] = {}
         self._finals: dict[str, Any] = {}
         self.tool = FunctionTool(
-            name=name, params_json_schema=dict(codetool.CODE_TOOL_SCHEMA),
+            name=name, params_json_schema=dict(prompt.CODE_TOOL_SCHEMA),
             on_invoke_tool=self._run_code,
-            description=codetool.code_tool_description(
+            description=prompt.code_tool_description(
                 ToolRegistry(i.tool for i in self._static), name))
 
     # -- what the agent uses -------------------------------------------------------------
@@ -127,9 +125,9 @@ class CodeModeToolset(Closing):
                 text = await text
             listing = await self._list(ctx, agent)
             registry = ToolRegistry(i.tool for i in listing.inners)
-            self.tool.description = codetool.code_tool_description(registry, self.name)
-            return "\n\n".join(p for p in (text, codetool.instructions(
-                registry, self.name, python=python_note(self.codetool.runtime))) if p)
+            self.tool.description = prompt.code_tool_description(registry, self.name)
+            return "\n\n".join(p for p in (text, prompt.instructions(
+                registry, self.name, python=python_note(self.code_tool.runtime))) if p)
 
         return build
 
@@ -146,7 +144,7 @@ class CodeModeToolset(Closing):
 
     def close(self) -> None:
         """Close every interpreter this toolset started."""
-        self.codetool.close()
+        self.code_tool.close()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -159,7 +157,7 @@ class CodeModeToolset(Closing):
             code = _code(arguments)
             listing = await self._list(ctx, ctx.agent)
             cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx))
-            reply = await self.codetool.arun_code(code, key=self._key(ctx), context=cell,
+            reply = await self.code_tool.arun_code(code, key=self._key(ctx), context=cell,
                                                   tools=listing.toolbox)
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
@@ -186,7 +184,7 @@ class CodeModeToolset(Closing):
         """The run is gone: close its interpreter, off whatever thread the collector is on."""
         self._runs.pop(run, None)
         self._listings.pop(run, None)
-        threading.Thread(target=self.codetool.drop, args=(("run", run),), daemon=True).start()
+        threading.Thread(target=self.code_tool.drop, args=(("run", run),), daemon=True).start()
 
     async def _list(self, ctx: RunContextWrapper[Any], agent: Any) -> _Listing:
         run = self._run(ctx)

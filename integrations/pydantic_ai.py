@@ -38,7 +38,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from tooliscode import Limits, Tool, ToolError, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt.codetool import (
+from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     code_tool_description,
@@ -186,15 +186,16 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     store: SessionStore | Keeper | None = None
     """Conversation scope: keep each conversation's interpreter in a store, so any worker
     process resumes it (see `tooliscode.durable`)."""
-    codetool: CodeTool | None = field(default=None, kw_only=True, repr=False)
-    """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs)."""
+    code_tool: CodeTool = field(default=None, kw_only=True, repr=False)  # type: ignore[assignment]
+    """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs).
+    Made from the other options when not given."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
-        if self.codetool is None:
-            self.codetool = CodeTool(limits=self.limits, describe_names=self.describe_names,
+        if self.code_tool is None:
+            self.code_tool = CodeTool(limits=self.limits, describe_names=self.describe_names,
                                      idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
                                      keep_spare=self.prestart and self.scope == "run",
                                      store=self.store)
@@ -223,12 +224,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def close(self) -> None:
         """Close every interpreter this toolset keeps (conversations, the spare)."""
         self._end_run(wait=True)
-        self._codetool.close()
-
-    @property
-    def _codetool(self) -> CodeTool:
-        assert self.codetool is not None
-        return self.codetool
+        self.code_tool.close()
 
     def _end_run(self, wait: bool) -> None:
         """Give back the run's interpreter. It is closed (and the next run's spare started)
@@ -239,11 +235,11 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         if wait:
             state.sandbox.close()
         else:
-            self._codetool.finish(state.sandbox, state.toolbox)
+            self.code_tool.finish(state.sandbox, state.toolbox)
 
     def _own_sandbox(self, state: _RunState) -> Sandbox:
         if state.sandbox is None:
-            state.sandbox = self._codetool.take()
+            state.sandbox = self.code_tool.take()
         return state.sandbox
 
     def _state(self) -> _RunState:
@@ -296,7 +292,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
                               root_capability=parent.root_capability if parent else None)
         cell = _Cell(manager, ctx.tool_call_id or CODE_TOOL_NAME, contextvars.copy_context())
         code, where = tool_args["code"], self._where(ctx)
-        reply = await self._codetool.arun_code(code, context=cell, tools=tool.toolbox, **where)
+        reply = await self.code_tool.arun_code(code, context=cell, tools=tool.toolbox, **where)
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
@@ -336,7 +332,8 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     prestart: bool = True
     runtime: Runtime | str | None = None
     store: SessionStore | Keeper | None = None
-    _codetool: CodeTool | None = field(default=None, init=False, repr=False)
+    code_tool: CodeTool | None = field(default=None, init=False, repr=False)
+    """Shared by the toolsets this capability wraps; made with the first."""
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
@@ -344,11 +341,11 @@ class CodeMode(AbstractCapability[AgentDepsT]):
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
                                   describe_names=self.describe_names, prestart=self.prestart,
                                   runtime=self.runtime, store=self.store,
-                                  codetool=self._codetool)
-        self._codetool = wrapper.codetool
+                                  code_tool=self.code_tool)  # type: ignore[arg-type]
+        self.code_tool = wrapper.code_tool
         return wrapper
 
     def close(self) -> None:
         """Close the interpreters kept across runs (conversations, the spare)."""
-        if self._codetool is not None:
-            self._codetool.close()
+        if self.code_tool is not None:
+            self.code_tool.close()

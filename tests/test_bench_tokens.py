@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from tasks import logs, workflow
 from tasks.base import Result, received
 from tasks.transcript import run_task
-from tooliscode.prompt.tokens import ContextCounter, count_tokens
+from tooliscode.prompt._tokens import ContextCounter, count_tokens
 
 
 def test_large_result_costs_the_plain_side_and_not_code_mode():

@@ -15,7 +15,7 @@ STORE = str(ROOT / "examples" / "store_tools.py")
 
 
 def tooliscode(*args: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tooliscode.serve.cli", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "tooliscode.cli", *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
 
 
@@ -80,7 +80,7 @@ def test_chat_shape_and_the_console_script():
 
 
 def test_mcp_server_as_a_tool_source():
-    pytest.importorskip("tooliscode.mcp.client")
+    pytest.importorskip("tooliscode.mcp._client")
     server = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
     if not Path(server).exists():
         pytest.skip("mcp-server-time is not installed")

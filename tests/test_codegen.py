@@ -16,7 +16,7 @@ import pytest
 from golden.examples import breakages, example
 from golden.refresh import EXPECTED, LIVE, SCHEMAS, corpora, corpus_tools, expected_text, live_tools
 from tooliscode import Limits, Session, Tool, ToolRegistry
-from tooliscode.tools.stubs import ToolStub, guest_spec, stub
+from tooliscode.tools._stubs import ToolStub, guest_spec, stub
 
 CORPORA = corpora()
 

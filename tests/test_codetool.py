@@ -11,7 +11,7 @@ import time
 import pytest
 from tooliscode import SessionClosed, Tool, ToolError
 from tooliscode.codetool import CodeTool, Sandbox, Toolbox
-from tooliscode.codetool.steps import Blocking, Hold, adrive, drive
+from tooliscode.codetool._steps import Blocking, Hold, adrive, drive
 
 
 def who() -> str:

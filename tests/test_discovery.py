@@ -7,9 +7,9 @@ import pytest
 from golden.refresh import corpus_tools
 from golden.synthetic import BOILERPLATE, ERP_ACTIONS, boilerplate_tools, synthetic_tools
 from tooliscode import Limits, Session, Tool, ToolRegistry
-from tooliscode.prompt.catalog import catalog
-from tooliscode.prompt.codetool import instructions
-from tooliscode.tools.summary import openings, summary
+from tooliscode.prompt._catalog import catalog
+from tooliscode.prompt._guide import instructions
+from tooliscode.tools._summary import openings, summary
 
 REAL = [t for c in ("mcp_time", "mcp_git", "mcp_filesystem", "github", "openai")
         for t in corpus_tools(c)]

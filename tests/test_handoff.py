@@ -1,5 +1,5 @@
 """Async tools called from guest code: one serving task per cell on the caller's loop
-(core/engine/handoff.py). Timeouts, errors, and the loop's other tasks; cancellation is in
+(core/engine/_handoff.py). Timeouts, errors, and the loop's other tasks; cancellation is in
 tests/security/test_faults.py."""
 
 from __future__ import annotations

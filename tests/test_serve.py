@@ -20,7 +20,7 @@ from typing import Any
 import openai
 import pytest
 from tooliscode import Limits
-from tooliscode.openai.testing import Reply, ScriptedServer, say
+from tooliscode.openai.testing import ScriptedReply, ScriptedServer, say
 from tooliscode.serve import ServeConfig, Server
 
 
@@ -40,7 +40,7 @@ ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 @contextlib.contextmanager
-def serving(script: list[Reply] | Any, **options: Any) -> Iterator[tuple[Server, ScriptedServer]]:
+def serving(script: list[ScriptedReply] | Any, **options: Any) -> Iterator[tuple[Server, ScriptedServer]]:
     with ScriptedServer(script) as upstream, \
             Server(ServeConfig(upstream=upstream.base_url, port=0, **options)) as server:
         yield server, upstream
@@ -361,7 +361,7 @@ def test_clients_must_present_the_api_key():
 def test_closing_lets_an_answered_request_write_its_log_line(tmp_path, monkeypatch):
     """The answer reaches the client before its line is logged: a close right then (an
     interrupt just after a reply) waits for that line instead of closing the log under it."""
-    from tooliscode.serve import requestlog
+    from tooliscode.serve import _request_log as requestlog
 
     log, logging = tmp_path / "requests.jsonl", threading.Event()
     write = requestlog.RequestLog.write
@@ -442,7 +442,7 @@ def test_malformed_requests_get_a_clear_4xx_and_the_server_lives_on(body, status
 
 
 def test_upstream_errors_become_openai_errors():
-    def script(request: Any) -> Reply:
+    def script(request: Any) -> ScriptedReply:
         raise RuntimeError("the model crashed")
 
     with serving([]) as (server, _):
@@ -462,7 +462,7 @@ def test_upstream_errors_become_openai_errors():
 # -- the command -----------------------------------------------------------------------------
 
 def test_the_command_has_help():
-    done = subprocess.run([sys.executable, "-m", "tooliscode.serve.cli", "serve", "--help"],
+    done = subprocess.run([sys.executable, "-m", "tooliscode.cli", "serve", "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "--upstream URL" in done.stdout and "--api-key" in done.stdout
 
@@ -481,7 +481,7 @@ def test_the_command_serves_until_interrupted(tmp_path, stop, launch):
     with ScriptedServer([say("```python\nget_weather(city='Oslo')\n```")]) as upstream:
         port = _free_port()
         process = subprocess.Popen(
-            [*launch, "-X", "faulthandler", "-m", "tooliscode.serve.cli", "serve",
+            [*launch, "-X", "faulthandler", "-m", "tooliscode.cli", "serve",
              "--upstream", upstream.base_url, "--port", str(port), "--model", "qwq",
              "--log", str(tmp_path / "log.jsonl")],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLISCODE_API_KEY": "k"})
@@ -512,7 +512,7 @@ def test_a_server_interrupted_before_its_loop_began_still_closes(monkeypatch):
     starts a thread); closing must not then wait for that loop to end."""
     from threading import Thread
 
-    import tooliscode.serve.server as served
+    import tooliscode.serve._server as served
 
     def interrupted() -> None:
         raise KeyboardInterrupt

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 from tooliscode import ToolIsCode
-from tooliscode.openai.streaming import ToolCallAccumulator, partial_code
+from tooliscode.openai._streaming import ToolCallAccumulator, partial_code
 from tooliscode.openai.testing import ScriptedServer, call, code
 
 SOURCE = 'rows = [1, 2, 3]\nprint("sum:", sum(rows), "caf\u00e9 \U0001F600")'

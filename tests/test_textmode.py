@@ -7,8 +7,8 @@ import asyncio
 import openai
 import pytest
 from tooliscode import ToolError, ToolIsCode
+from tooliscode.openai._text_mode import TextMode, extract_code, parse_reply, strip_think
 from tooliscode.openai.testing import ScriptedServer, say
-from tooliscode.openai.textmode import TextMode, extract_code, parse_reply, strip_think
 
 
 def stock(sku: str) -> int:

@@ -10,10 +10,10 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 from tooliscode import Limits, Session, Tool, ToolRegistry, as_tool
-from tooliscode.prompt.catalog import catalog
-from tooliscode.tools.schema import parse_docstring
-from tooliscode.tools.stubs import ToolStub, guest_spec, stub
-from tooliscode.tools.tool import python_name
+from tooliscode.prompt._catalog import catalog
+from tooliscode.tools._schema import parse_docstring
+from tooliscode.tools._stubs import ToolStub, guest_spec, stub
+from tooliscode.tools._tool import python_name
 
 
 class Address(BaseModel):

@@ -11,7 +11,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from openai.types.responses import ResponseFunctionToolCall
 from tooliscode import SessionClosed, ToolIsCode, ToolOutput
-from tooliscode.engine.keyed import KeyedSessions
+from tooliscode.engine._keyed import KeyedSessions
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Weather of a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

@@ -7,7 +7,7 @@ import random
 from textwrap import dedent
 from typing import Any
 
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import LARGE, Seen, Task, answer, parallel, values
 
@@ -65,7 +65,7 @@ def task(scale: float = 1.0) -> Task:
         """One product by SKU."""
         return {"sku": sku, "name": f"Product {sku[-4:]}"}
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if not seen:
             return call("list_stores", {})
         if len(seen) == 1:

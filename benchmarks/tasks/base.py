@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from tooliscode.openai.testing import Reply, call, say
+from tooliscode.openai.testing import ScriptedReply, call, say
 
 LARGE = "large-result"
 """Tool results far bigger than the answer: the target is >= 90% fewer context tokens."""
@@ -43,7 +43,7 @@ class Task:
     name: str
     prompt: str
     tools: Sequence[Any]
-    plain: Callable[[Seen], Reply]
+    plain: Callable[[Seen], ScriptedReply]
     cells: Sequence[str]
     expected: Any
     kinds: frozenset[str]
@@ -53,12 +53,12 @@ class Task:
     """Names the code model must have read (say, from `search_tools`) before it uses them."""
 
 
-def answer(value: Any) -> Reply:
+def answer(value: Any) -> ScriptedReply:
     """The model's final text: the answer as JSON, so it can be checked."""
     return say(json.dumps(value))
 
 
-def parallel(calls: list[tuple[str, dict[str, Any]]]) -> Reply:
+def parallel(calls: list[tuple[str, dict[str, Any]]]) -> ScriptedReply:
     """One turn making all these independent calls at once, plain tool calling's best case."""
     return call(*calls[0], *calls[1:])
 

@@ -9,7 +9,7 @@ from textwrap import dedent
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import LARGE, Seen, Task, answer, values
 
@@ -172,7 +172,7 @@ QUARTER = {"stage": "won", "close_date_from": "2025-04-01", "close_date_to": "20
 def task(scale: float = 1.0) -> Task:
     db = _database(scale)
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if not seen:
             return call("list_deals", QUARTER, ("list_reps", {}))
         return answer(best_reps(values(seen, "list_deals")[0], values(seen, "list_reps")[0]))

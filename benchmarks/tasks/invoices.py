@@ -9,7 +9,7 @@ import random
 from textwrap import dedent
 from typing import Any
 
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import LARGE, MULTI, Seen, Task, answer, values
 
@@ -66,7 +66,7 @@ def task(scale: float = 1.0) -> Task:
         """Email the customer a payment reminder for one invoice."""
         return {"invoice_id": invoice_id, "sent": True}
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         last = seen[-1][0].value if seen else {"next_page": 1}
         if last["next_page"]:
             return call("list_invoices", {"page": last["next_page"]})

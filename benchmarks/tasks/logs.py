@@ -9,7 +9,7 @@ from collections import Counter
 from textwrap import dedent
 from typing import Any
 
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import LARGE, Seen, Task, answer, values
 
@@ -73,7 +73,7 @@ def task(scale: float = 1.0) -> Task:
         """Deploys of one service on one day."""
         return [{"service": service, "version": "2025.11.3-1", "at": f"{date}T09:12:00Z"}]
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if not seen:
             return call("search_logs", {"service": "checkout-api", "date": DAY,
                                         "query": "ERROR"})

@@ -12,7 +12,7 @@ from textwrap import dedent
 from typing import Any
 
 from tooliscode import Tool
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import MANY, MULTI, Seen, Task, answer, values
 
@@ -64,7 +64,7 @@ def task(scale: float = 1.0) -> Task:
     decoys = synthetic_tools(max(20, int(TOTAL * scale)) - len(real), namespaced=False)
     tools: list[Any] = [*decoys, *map(Tool.from_function, real)]
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if not seen:
             return call("pagerduty_current_on_call", {"schedule": "payments"},
                         ("statuspage_component_status", {"component": "payments-api"}))

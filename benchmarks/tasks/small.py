@@ -9,7 +9,7 @@ import random
 from textwrap import dedent
 from typing import Any
 
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import SMALL, Seen, Task, answer, values
 
@@ -36,7 +36,7 @@ def task(scale: float = 1.0) -> Task:
         return [{"day": f"2025-10-{d + 1:02d}", "usd_per_unit": rates[currency]}
                 for d in range(min(days, 30))]
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if not seen:
             return call("get_exchange_rate", {"currency": "EUR"},
                         ("get_exchange_rate", {"currency": "JPY"}))

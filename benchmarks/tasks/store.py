@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import LARGE, Seen, Task, answer, values
 
@@ -30,7 +30,7 @@ def _top_spender(orders: list[dict[str, Any]], customers: list[dict[str, Any]]) 
     return eu[top], spent[top]
 
 
-def plain(seen: Seen) -> Reply:
+def plain(seen: Seen) -> ScriptedReply:
     if not seen:
         return call("list_orders", QUARTER, ("list_customers", {"region": "EU"}))
     top, total = _top_spender(values(seen, "list_orders")[0], values(seen, "list_customers")[0])

@@ -1,6 +1,6 @@
 """Running a task both ways through the real loop, and counting what each model call was sent.
 
-Both sides go through `tooliscode.openai.loop.run_conversation` with the real `openai` client against
+Both sides go through `tooliscode.openai._loop.run_conversation` with the real `openai` client against
 `ScriptedServer`: the tools really run, the loop builds the history as it would for a real
 model, and the tokens are counted from the request bodies the server received.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import openai
 from tooliscode import ToolIsCode, ToolOutput, ToolRegistry
-from tooliscode.openai.loop import LoopResult, run_conversation
-from tooliscode.openai.testing import Reply, ScriptedRequest, ScriptedServer, code, say
-from tooliscode.prompt.tokens import ContextCounter
+from tooliscode.openai._loop import LoopResult, run_conversation
+from tooliscode.openai.testing import ScriptedReply, ScriptedRequest, ScriptedServer, code, say
+from tooliscode.prompt._tokens import ContextCounter
 
 from .base import Task, answer, decode, received
 
@@ -117,7 +117,7 @@ def run_task(task: Task) -> Outcome:
 
 
 def _converse(toolset: Any, task: Task,
-              script: Callable[[ScriptedRequest], Reply]) -> tuple[LoopResult, list[dict]]:
+              script: Callable[[ScriptedRequest], ScriptedReply]) -> tuple[LoopResult, list[dict]]:
     with ScriptedServer(script) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="offline", max_retries=0)
         result = run_conversation(client, task.prompt, toolset=toolset, model="scripted",
@@ -125,10 +125,10 @@ def _converse(toolset: Any, task: Task,
     return result, [r.body for r in server.requests]
 
 
-def _code_model(task: Task) -> Callable[[ScriptedRequest], Reply]:
+def _code_model(task: Task) -> Callable[[ScriptedRequest], ScriptedReply]:
     """The code-mode model: one prepared cell per turn, then (without final_answer) a text
     answer made from what the last cell printed."""
-    def reply(request: ScriptedRequest) -> Reply:
+    def reply(request: ScriptedRequest) -> ScriptedReply:
         if request.index == 1:
             read = "\n".join(request.tool_outputs())
             missing = [name for name in task.code_must_read if name not in read]

@@ -10,7 +10,7 @@ from textwrap import dedent
 from typing import Any, NamedTuple
 
 from tooliscode import Tool
-from tooliscode.openai.testing import Reply, call
+from tooliscode.openai.testing import ScriptedReply, call
 
 from .base import MULTI, Seen, Task, answer
 
@@ -93,7 +93,7 @@ def task(scale: float = 1.0) -> Task:
         """Append a note to a ticket."""
         return {"ticket_id": ticket_id, "saved": True}
 
-    def plain(seen: Seen) -> Reply:
+    def plain(seen: Seen) -> ScriptedReply:
         if len(seen) < len(CHAIN):
             step = CHAIN[len(seen)]
             value = seen[-1][0].value[step.source] if seen else "T-1042"

@@ -1,2 +1,17 @@
 """The engine: `Session`, the worker thread that drives one guest, the tool calls of a cell,
-building the `CellResult`, the warm pool, the session folder, and keyed conversations."""
+building the `CellResult`, the warm pool, the session folder, keyed conversations, and a
+session's state as bytes (`Session.snapshot`, `Session.restore`, `SessionState`)."""
+
+from ._envelope import ENV_KEY, pack, unpack
+from ._folder import INTERNAL_DIR, FileInfo
+from ._keyed import KeyedSessions
+from ._limits import Limits
+from ._renewal import Renewal
+from ._result import CellImage, CellResult, ToolCallRecord
+from ._session import Session
+from ._snapshot import SessionState, snapshot_runtime
+from ._tool_calls import background_loop
+
+__all__ = ["ENV_KEY", "INTERNAL_DIR", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
+           "Limits", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
+           "pack", "snapshot_runtime", "unpack"]

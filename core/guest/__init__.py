@@ -2,7 +2,8 @@
 
 These files form the package `tooliscode_guest` in the guest. They use only the standard
 library and relative imports, so the host can import them too (for tests and for the
-shared argument validator) as `tooliscode.guest`.
+shared argument validator) as `tooliscode.guest`. Its modules are the guest's, not the
+host's API: the host uses only what this `__init__` exports.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["GUEST_MODULES", "guest_sources"]
+from .capture import clip
+from .convert import to_json_value
+from .errors import MESSAGE_SHARE
+from .figures import MAX_FIGURES, png_size
+from .validate import problem, resolve
+
+__all__ = ["GUEST_MODULES", "MAX_FIGURES", "MESSAGE_SHARE", "clip", "guest_sources", "png_size",
+           "problem", "resolve", "to_json_value"]
 
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",

@@ -4,6 +4,10 @@ The standard loop needs a self-pipe (`socketpair`), which WASI lacks. This loop 
 selector: when it must wait, it either waits in the host for tool calls it started, or
 sleeps. Tool calls started from coroutines run concurrently on the host, so
 `asyncio.gather(tool_a(), tool_b())` takes as long as the slowest call.
+
+A call awaited where it is made (`await tool()`) while nothing else could run meanwhile is
+answered in one blocking crossing instead (see `nothing_else_runs`): a start, a turn of the
+loop and a wait for it would give the same value in the same order, for many times the cost.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ if TYPE_CHECKING:
 
 from . import channel
 
-__all__ = ["HostLoop", "install", "start_call"]
+__all__ = ["HostLoop", "answered", "install", "nothing_else_runs", "start_call"]
 
 _pending: dict[int, asyncio.Future] = {}
 """Futures of host calls started and not yet answered, by call id."""
@@ -63,6 +67,8 @@ class HostLoop(asyncio.BaseEventLoop):
     def __init__(self) -> None:
         super().__init__()
         self._selector = _HostSelector()
+        self.creating = 0
+        """`create_task` calls under way: an eager task's first step runs inside one."""
 
     def _process_events(self, event_list: list[Callable[[], None]]) -> None:
         for resolve in event_list:
@@ -75,7 +81,11 @@ class HostLoop(asyncio.BaseEventLoop):
         """Also takes a started tool call (a future), which models pass like a coroutine."""
         if isinstance(coro, asyncio.Future):
             coro = _awaited(coro)
-        return super().create_task(coro, **kwargs)
+        self.creating += 1
+        try:
+            return super().create_task(coro, **kwargs)
+        finally:
+            self.creating -= 1
 
     def close(self) -> None:
         cancel_all()
@@ -84,6 +94,23 @@ class HostLoop(asyncio.BaseEventLoop):
 
 async def _awaited(future: asyncio.Future) -> Any:
     return await future
+
+
+def nothing_else_runs(loop: Any) -> bool:
+    """Would `loop`, were the running step to await a host call now, do nothing but wait for
+    that call? Then the caller may just as well wait in the host itself.
+
+    Nothing is ready to run, no timer is set, no host call is pending, and the running step
+    is not an eager task's first one, taken inside `create_task` in another task's step
+    (which goes on only once this one suspends)."""
+    return (not _pending and type(loop) is HostLoop and not loop._ready
+            and not loop._scheduled and not loop.creating)
+
+
+async def answered(value: Any) -> Any:
+    """What an awaited call answered at once returns: its `await` gives the value at once,
+    without a turn of the loop (cheaper to make and await than a finished future)."""
+    return value
 
 
 def start_call(name: str, args: dict[str, Any], future: asyncio.Future) -> None:

@@ -1,16 +1,21 @@
-"""Whether a tool called inside async code is used at once as a value, read from its call site.
+"""What the caller does with a tool call made inside async code, read from its call site.
 
-Models mix two styles in one cell: `x = tool()` (they want the value) and `await tool()` or
-`gather(tool(), ...)` (they want something to await). The caller's next instructions tell
-them apart. They are read with `dis`, by name, so every CPython the guests run (3.12 on the
-default runtime, 3.15 on the data runtime) is covered, and once per call site.
+Models mix three styles in one cell: `x = tool()` (they want the value), `await tool()` (they
+want the value, awaited) and `gather(tool(), ...)` (they want something to await later). The
+caller's next instructions tell them apart. They are read from the code's bytes by
+instruction name (`opcode.opname`), so every CPython the guests run (3.12 on the default
+runtime, 3.15 on the data runtime) is covered, and once per call site.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["used_as_value"]
+__all__ = ["AWAITED", "HANDED_ON", "VALUE", "call_site"]
+
+HANDED_ON, VALUE, AWAITED = 0, 1, 2
+"""What `call_site` tells: the call's result is kept or passed on, used at once as a value, or
+awaited at once (`await tool()`)."""
 
 _NOW = frozenset({"GET_ITER", "LOAD_ATTR", "POP_TOP", "RETURN_VALUE", "TO_BOOL", "UNARY_NOT",
                   "UNARY_NEGATIVE", "UNARY_INVERT", "FORMAT_VALUE", "FORMAT_SIMPLE",
@@ -27,44 +32,58 @@ _SKIP = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "NOT_TAKEN", "KW_NAMES"})
 _PROLOGUE = frozenset({"LOAD_FAST_AND_CLEAR", "SWAP", "BUILD_LIST", "BUILD_SET", "BUILD_MAP"})
 """What an inlined comprehension does before iterating: `[r for r in tool()]` reads the value
 through these on 3.13+ (3.12 iterates it first)."""
-_sites: dict[tuple[Any, int], bool] = {}
+sites: dict[tuple[int, int], int] = {}
+"""(id of the code, offset of the call) -> what `call_site` says of it; tool calls look here
+first. Keyed by the code's id, not the code: hashing a code object hashes all its
+instructions, which for a cell's code costs more than the rest of a tool call."""
+_kept: list[Any] = []
+"""The codes `sites` has entries for, kept alive so that no other code can take their ids."""
 
 
-def used_as_value(frame: Any) -> bool:
-    """Does the code running in `frame` use the result of the call it is making right away
-    (`x = tool()`, `tool()['k']`, `for r in tool()`, `return tool()`), rather than await it
-    or hand it on (`await tool()`, `gather(tool(), ...)`, `[tool(i) for i in ids]`)?"""
-    key = (frame.f_code, frame.f_lasti)
-    known = _sites.get(key)
+def call_site(frame: Any) -> int:
+    """What the code running in `frame` does with the result of the call it is making:
+    `VALUE` when it uses it right away (`x = tool()`, `tool()['k']`, `for r in tool()`,
+    `return tool()`), `AWAITED` when it awaits it right away (`await tool()`), `HANDED_ON`
+    when it keeps it or hands it on (`gather(tool(), ...)`, `[tool(i) for i in ids]`)."""
+    code, at = frame.f_code, frame.f_lasti
+    key = (id(code), at)
+    known = sites.get(key)
     if known is None:
-        if len(_sites) > 4096:  # cells come and go: their code objects must not pile up
-            _sites.clear()
-        known = _sites[key] = _read(*key)
+        if len(sites) > 4096:  # cells come and go: their code objects must not pile up
+            sites.clear()
+            _kept.clear()
+        _kept.append(code)
+        known = sites[key] = _read(code, at)
     return known
 
 
-def _read(code: Any, at: int) -> bool:
-    import dis
+def _read(code: Any, at: int) -> int:
+    """`call_site` for the call at byte offset `at` of `code`, read from the few code units
+    after it. (`dis.get_instructions` would decode the whole code, with its positions: tens of
+    milliseconds for a cell of a few lines, paid once per call site of every cell.)"""
+    from opcode import opname
 
-    after = iter([i for i in dis.get_instructions(code) if i.offset >= at])
-    call = next(after, None)
-    if call is None or call.offset != at or not call.opname.startswith("CALL"):
-        return False
-    loaded = 0
-    for ins in after:
-        name = ins.opname
+    raw = code.co_code  # no specialised instructions: the ones the compiler wrote
+    if at + 1 >= len(raw) or not opname[raw[at]].startswith("CALL"):
+        return HANDED_ON
+    loaded = extended = 0
+    for offset in range(at + 2, len(raw), 2):
+        name, arg = opname[raw[offset]], raw[offset + 1] | extended
+        extended = arg << 8 if name == "EXTENDED_ARG" else 0
         if name in _SKIP:
             continue
         if name in _AFTER_LOADS:
-            return True
+            return VALUE
         if loaded == 0:
-            if name in _NOW or name.startswith(_NOW_PREFIXES) or name == "CALL" and ins.arg == 0:
-                return True  # `CALL 0`: the value is a generator expression's iterable (3.13+)
-            if name in _PROLOGUE and not (name.startswith("BUILD_") and ins.arg):
+            if name == "GET_AWAITABLE":
+                return AWAITED
+            if name in _NOW or name.startswith(_NOW_PREFIXES) or name == "CALL" and arg == 0:
+                return VALUE  # `CALL 0`: the value is a generator expression's iterable (3.13+)
+            if name in _PROLOGUE and not (name.startswith("BUILD_") and arg):
                 continue
         if not name.startswith("LOAD_") or name in _NOT_LOADS:
-            return False
+            return HANDED_ON
         loaded += 1 + name[5:].count("LOAD_")  # LOAD_FAST_LOAD_FAST loads two
         if loaded > 2:
-            return False
-    return False
+            return HANDED_ON
+    return HANDED_ON

@@ -3,6 +3,8 @@
 A call made outside a running event loop blocks and returns the value. A call made inside
 one (in `async def` code, or a cell using top-level `await`) starts the host call at once
 and returns an awaitable, so `await asyncio.gather(a(), b())` runs a and b concurrently.
+A call awaited at once (`await a()`) while nothing else could run in the meantime blocks
+as a plain call does, and returns an awaitable that already holds the value.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from . import channel
-from .callsite import used_as_value
+from .callsite import AWAITED, VALUE, call_site, sites
 
 __all__ = [
     "ToolArgumentError",
@@ -68,6 +70,18 @@ def _running_loop() -> Any:
             return None
         _get_running_loop = asyncio._get_running_loop  # None when none; no exception to pay
     return _get_running_loop()
+
+
+_aio: Any = None
+"""The guest's `aio` module, once a call was made in a running loop (which it installed)."""
+
+
+def _load_aio() -> Any:
+    global _aio
+    from . import aio
+
+    _aio = aio
+    return aio
 
 
 def _make_future_class() -> type:
@@ -209,12 +223,20 @@ class ToolFunction:
             arguments = self._bind(args, kwargs)
         get_loop = _get_running_loop
         loop = get_loop() if get_loop is not None else _running_loop()
-        if loop is None or used_as_value(sys._getframe(1)):
-            reply = channel.call(self._prefix, arguments)
-            if reply.get("ok"):
-                return reply.get("value")
-            raise tool_error(reply)
-        return _start_pending(loop, self._shown, self._wire, arguments)
+        site = VALUE
+        if loop is not None:
+            caller = sys._getframe(1)
+            site = sites.get((id(caller.f_code), caller.f_lasti))
+            if site is None:
+                site = call_site(caller)
+            if site != VALUE and (site != AWAITED
+                                  or not (_aio or _load_aio()).nothing_else_runs(loop)):
+                return _start_pending(loop, self._shown, self._wire, arguments)
+        reply = channel.call(self._prefix, arguments)
+        if reply.get("ok"):
+            value = reply.get("value")
+            return value if site == VALUE else _aio.answered(value)
+        raise tool_error(reply)  # an awaited call's error: raised where the await would
 
     def __repr__(self) -> str:
         return f"<tool {self.signature}>"

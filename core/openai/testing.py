@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..closing import Starting
-from ..prompt.codetool import CODE_TOOL_NAME
-from .toolcall import Api
+from .._closing import Starting
+from ..prompt import CODE_TOOL_NAME
+from ._tool_call import Api
 
-__all__ = ["Reply", "ScriptedRequest", "ScriptedServer", "call", "code", "say"]
+__all__ = ["ScriptedReply", "ScriptedRequest", "ScriptedServer", "call", "code", "say"]
 
 
 @dataclass(frozen=True)
-class Reply:
+class ScriptedReply:
     """One model turn: some text, and tool calls as (name, arguments JSON text)."""
 
     text: str | None = None
@@ -37,21 +37,21 @@ class Reply:
     """Sent apart from the text, as reasoning APIs do (`reasoning_content`, Chat only)."""
 
 
-def say(text: str, reasoning: str | None = None) -> Reply:
+def say(text: str, reasoning: str | None = None) -> ScriptedReply:
     """A turn that only answers."""
-    return Reply(text=text, reasoning=reasoning)
+    return ScriptedReply(text=text, reasoning=reasoning)
 
 
 def call(name: str, arguments: dict[str, Any] | str, *more: tuple[str, dict[str, Any] | str],
-         text: str | None = None) -> Reply:
+         text: str | None = None) -> ScriptedReply:
     """A turn calling tools; `arguments` given as a str are sent verbatim (even invalid JSON)."""
     pairs = ((name, arguments), *more)
-    return Reply(text, tuple((n, a if isinstance(a, str) else json.dumps(a)) for n, a in pairs))
+    return ScriptedReply(text, tuple((n, a if isinstance(a, str) else json.dumps(a)) for n, a in pairs))
 
 
-def code(*sources: str, text: str | None = None, tool: str = CODE_TOOL_NAME) -> Reply:
+def code(*sources: str, text: str | None = None, tool: str = CODE_TOOL_NAME) -> ScriptedReply:
     """A turn calling the code tool once per source."""
-    return Reply(text, tuple((tool, json.dumps({"code": s})) for s in sources))
+    return ScriptedReply(text, tuple((tool, json.dumps({"code": s})) for s in sources))
 
 
 @dataclass
@@ -86,7 +86,7 @@ class ScriptedRequest:
         return outputs[::-1]
 
 
-Script = Sequence[Reply] | Callable[[ScriptedRequest], Reply]
+Script = Sequence[ScriptedReply] | Callable[[ScriptedRequest], ScriptedReply]
 
 
 @dataclass
@@ -122,7 +122,7 @@ class ScriptedServer(Starting):
             self._httpd = None
 
     def next_reply(self, api: Api, body: dict[str, Any],
-                   headers: dict[str, str] | None = None) -> Reply | None:
+                   headers: dict[str, str] | None = None) -> ScriptedReply | None:
         with self._lock:
             request = ScriptedRequest(api, body, len(self.requests), headers or {})
             self.requests.append(request)
@@ -198,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Shape:
     """One reply in each wire format."""
 
-    reply: Reply
+    reply: ScriptedReply
     model: str
     n: int
     chunk: int

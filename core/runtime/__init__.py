@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import threading
 
-from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, Runtime
-from .locate import PACKAGED_SHA256, WasmFile, locate_python_wasm
+from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
+from ._wasmtime.wasm_file import WasmFile
+from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, MemoryPlan, Runtime, SavedMemory
+from .default._locate import PACKAGED_SHA256, locate_python_wasm
 
 __all__ = [
-    "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "Runtime", "WasmFile",
-    "PACKAGED_SHA256", "locate_python_wasm", "default_runtime", "close_default_runtime",
-    "WasmtimeRuntime", "RUNTIME_NAMES", "ENV_RUNTIME", "runtime_named", "resolve_runtime",
-    "python_note",
+    "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "MemoryPlan", "Runtime", "SavedMemory",
+    "WasmFile", "PACKAGED_SHA256", "locate_python_wasm", "default_runtime",
+    "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
+    "runtime_named", "resolve_runtime", "python_note", "ENV_CACHE", "cache_dir", "write_private",
 ]
 
 RUNTIME_NAMES = ("default", "data")
@@ -33,11 +35,11 @@ def runtime_named(name: str) -> Runtime:
         runtime = _named.get(name)
         if runtime is None:
             if name == "data":
-                from .wasi_python import DataRuntime
+                from .data import DataRuntime
 
                 runtime = DataRuntime()
             else:
-                from .wasmtime_wasi import WasmtimeRuntime
+                from .default import WasmtimeRuntime
 
                 runtime = WasmtimeRuntime()
             _named[name] = runtime
@@ -51,7 +53,7 @@ def python_note(runtime: Runtime | str | None = None) -> str:
         return runtime.python_note
     name = runtime or os.environ.get(ENV_RUNTIME) or "default"
     if name == "data":
-        from .wasi_python import DataRuntime
+        from .data import DataRuntime
 
         return DataRuntime.python_note
     return Runtime.python_note
@@ -85,7 +87,11 @@ def close_default_runtime() -> None:
 
 def __getattr__(name: str):  # lazy: importing tooliscode must not load wasmtime's engine
     if name == "WasmtimeRuntime":
-        from .wasmtime_wasi import WasmtimeRuntime
+        from .default import WasmtimeRuntime
 
         return WasmtimeRuntime
+    if name == "DataRuntime":
+        from .data import DataRuntime
+
+        return DataRuntime
     raise AttributeError(name)

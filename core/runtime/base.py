@@ -12,9 +12,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["GuestSpec", "GuestTrap", "Instance", "Runtime", "FrameHandler", "OutputSink", "GUEST_DIR"]
+from ..errors import SnapshotError
+
+__all__ = ["GuestSpec", "GuestTrap", "Instance", "Runtime", "FrameHandler", "OutputSink",
+           "GUEST_DIR", "SavedMemory", "MemoryPlan"]
 
 GUEST_DIR = "/session"
 """Where the session folder appears inside the guest; it is also the working directory."""
@@ -55,8 +58,32 @@ class GuestSpec:
     of its own (the data runtime's memory image)."""
 
 
+@dataclass
+class SavedMemory:
+    """A guest's interpreter as bytes (an exact snapshot's contents): `parts` to keep, `meta`
+    that says what they need to come back (kept beside them, JSON), and the names of parts
+    better `stored` as they are than compressed."""
+
+    parts: dict[str, Any]
+    meta: dict[str, Any]
+    stored: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryPlan(ABC):
+    """Saved memory checked against this machine (its runtime's `open_memory`), ready to be
+    put into a new guest with `Instance.load_memory`."""
+
+    size: int
+    """Bytes of linear memory the interpreter needs."""
+
+
 class Instance(ABC):
-    """One live guest interpreter. `run` drives it on the calling thread until it ends."""
+    """One live guest interpreter. `run` drives it on the calling thread until it ends.
+
+    Threads: `run`, `turn`, `arm`, `disarm`, `configure` and the optional capabilities below
+    are called on the guest's own thread (between turns, for the capabilities); `stop` from
+    any thread; `close` once the guest no longer runs.
+    """
 
     handler: FrameHandler | None
     output: OutputSink | None
@@ -109,6 +136,29 @@ class Instance(ABC):
     def close(self) -> None:
         """Free what the instance holds; it must not be running."""
 
+    # -- optional capabilities: what only some runtimes can do. The defaults say "not
+    # supported", so callers ask the instance instead of probing for attributes.
+
+    def save_memory(self) -> SavedMemory | None:
+        """Between turns: the whole interpreter, to be put back exactly into a new guest
+        (generators, closures and random state included). None where this guest cannot:
+        its runtime keeps a live stack, or it did not start from a known image."""
+        return None
+
+    def load_memory(self, plan: MemoryPlan) -> None:
+        """Before the guest's first turn: become the interpreter `plan` holds."""
+        raise SnapshotError(f"{type(self).__name__} cannot load a saved interpreter")
+
+    def keep_baseline(self) -> bool:
+        """Between turns, right after setup: remember this state as what `renew` returns
+        to. False where the guest cannot be renewed (it is then closed after a run)."""
+        return False
+
+    def renew(self, workdir: Path) -> bool:
+        """Between turns: make the guest what it was at `keep_baseline`, its files closed
+        and `workdir` emptied, for another run. False when it cannot be: close it then."""
+        return False
+
 
 class Runtime(ABC):
     """Starts guests. One runtime object serves a whole process."""
@@ -126,6 +176,9 @@ class Runtime(ABC):
     pool_size: int = 2
     """How many booted guests a session pool keeps ready for this runtime."""
 
+    fingerprint: str = ""
+    """What a guest's saved state is tied to besides `name` (the module's hash, say)."""
+
     @property
     @abstractmethod
     def transport_source(self) -> str:
@@ -134,6 +187,17 @@ class Runtime(ABC):
     @abstractmethod
     def instantiate(self, spec: GuestSpec) -> Instance:
         """Create a guest ready to `run`; it has not started executing yet."""
+
+    def open_memory(self, parts: dict[str, Any], meta: dict[str, Any],
+                    memory_limit: int) -> MemoryPlan:
+        """Check saved memory (`Instance.save_memory`) against this machine before any guest
+        starts: `SnapshotError` when it cannot come back here."""
+        raise SnapshotError(f"the {self.name} runtime cannot restore a whole interpreter")
+
+    def warm_up(self) -> bool:
+        """Do the slow first-use work now (for container builds); False if some of it could
+        not be done and guests will start the slow way."""
+        return True
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release process-wide resources (threads, engines)."""

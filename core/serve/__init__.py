@@ -12,6 +12,7 @@ client as standard `tool_calls`. Requests without tools pass straight through.
 
 from __future__ import annotations
 
-from .server import ServeConfig, Server
+from ._recorder import RECORDING_LIMITS
+from ._server import ServeConfig, Server
 
-__all__ = ["ServeConfig", "Server"]
+__all__ = ["RECORDING_LIMITS", "ServeConfig", "Server"]

@@ -102,7 +102,7 @@ def test_a_big_figure_is_saved_smaller_with_a_notice(data_runtime):
 @pytest.mark.parametrize("api", ["responses", "chat"])
 def test_raw_openai_apis(data_env, api):
     import openai
-    from tooliscode.openai.loop import run_conversation
+    from tooliscode.openai._loop import run_conversation
     from tooliscode.openai.testing import ScriptedServer, code, say
 
     with ToolIsCode([], limits=Limits(timeout_s=120)) as tic, \
@@ -205,7 +205,7 @@ async def test_mcp_proxy(data_env):
     from mcp_servers import INVENTORY
     from mcp_types import ImageContent, TextContent
     from tooliscode import MCPServer
-    from tooliscode.mcp.proxy import CodeModeProxy
+    from tooliscode.mcp._proxy import CodeModeProxy
 
     proxy = CodeModeProxy({"inventory": MCPServer.stdio(sys.executable, [INVENTORY])},
                           limits=Limits(timeout_s=120))

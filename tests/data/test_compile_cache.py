@@ -12,7 +12,7 @@ import threading
 import time
 
 from tooliscode.runtime import locate_python_wasm
-from tooliscode.runtime.cache import entry_path
+from tooliscode.runtime._wasmtime.compile_cache import entry_path
 
 _LOAD = "from tooliscode.runtime import WasmtimeRuntime; WasmtimeRuntime(); print('LOADED')"
 

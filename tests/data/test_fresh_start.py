@@ -4,7 +4,7 @@ nothing left of the warm-up session the image's guest ran before it was saved.""
 from __future__ import annotations
 
 from tooliscode import Session
-from tooliscode.runtime import imageseeds
+from tooliscode.runtime.data import _image_seeds as imageseeds
 
 _STATES = ("import random, numpy\n"
            "print(list(random.getstate()[1][:4]), list(numpy.random.get_state()[1][:4]))")

@@ -1,4 +1,4 @@
-"""A run's guest renewed for the next run (engine/renewal.py): the same guest, back to the
+"""A run's guest renewed for the next run (engine/_renewal.py): the same guest, back to the
 moment after its setup, or a new one where that cannot be done safely."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def test_environment_variable_picks_the_runtime():
 
 
 def test_repl_runtime_flag():
-    cli = [sys.executable, "-m", "tooliscode.serve.cli"]
+    cli = [sys.executable, "-m", "tooliscode.cli"]
     out = _run([*cli, "repl", "--runtime", "data", "-q", "-c",
                 "import numpy; print(numpy.arange(4).sum())"])
     assert out.returncode == 0 and "6" in out.stdout, out.stdout + out.stderr
@@ -30,9 +30,9 @@ def test_repl_runtime_flag():
 
 
 def test_guides_name_each_runtimes_python():
-    from tooliscode.prompt.codetool import instructions
+    from tooliscode.prompt._guide import instructions
     from tooliscode.runtime import Runtime, runtime_named
-    from tooliscode.tools.registry import ToolRegistry
+    from tooliscode.tools._registry import ToolRegistry
 
     data = instructions(ToolRegistry([]), python=runtime_named("data").python_note)
     assert "runs Python 3.15 with numpy, pandas" in data
@@ -41,7 +41,7 @@ def test_guides_name_each_runtimes_python():
 
 
 def test_warmup_prepares_the_default_runtime(tmp_path):
-    out = _run([sys.executable, "-m", "tooliscode.serve.cli", "warmup", "--runtime", "default"],
+    out = _run([sys.executable, "-m", "tooliscode.cli", "warmup", "--runtime", "default"],
                TOOLISCODE_CACHE_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "'default' ready" in out.stderr

@@ -8,7 +8,7 @@ import time
 import pytest
 from tooliscode import Limits, Session
 from tooliscode.durable import SnapshotError, pack, unpack
-from tooliscode.durable.state import fingerprint
+from tooliscode.engine import snapshot_runtime
 
 from .test_workers import workers  # noqa: F401 - the fixture
 
@@ -67,7 +67,7 @@ def made(data_runtime):
 
 def test_an_exact_snapshot_brings_back_what_pickling_cannot(data_runtime, made):
     blob, expected = made
-    assert unpack(blob, runtime=fingerprint(data_runtime))[1]["kind"] == "memory"
+    assert unpack(blob, runtime=snapshot_runtime(data_runtime))[1]["kind"] == "memory"
     with Session.restore(blob, [bump], runtime=data_runtime, limits=LIMITS) as s:
         r = s.run(CHECK)
         assert r.ok, r.error
@@ -130,10 +130,10 @@ def test_new_small_objects_make_a_snapshot_of_about_their_size(data_runtime):
 
 def _resealed(blob: bytes, runtime, **changes) -> bytes:
     """`blob` with its metadata changed and sealed again, as a forger without a key could."""
-    parts, meta = unpack(blob, runtime=fingerprint(runtime))
+    parts, meta = unpack(blob, runtime=snapshot_runtime(runtime))
     meta.update(changes.pop("meta", {}))
     parts.update(changes)
-    return pack(parts, runtime=fingerprint(runtime), meta=meta)
+    return pack(parts, runtime=snapshot_runtime(runtime), meta=meta)
 
 
 @pytest.mark.parametrize("case, message", [
@@ -210,7 +210,7 @@ def test_a_data_guest_without_the_start_image_snapshots_its_variables(data_runti
     with Session([bump], runtime=data_runtime, limits=small) as s:
         assert s.run("x = bump(1)\ng = (i for i in range(3))").ok
         blob = s.snapshot()
-    assert unpack(blob, runtime=fingerprint(data_runtime))[1].get("kind") is None
+    assert unpack(blob, runtime=snapshot_runtime(data_runtime))[1].get("kind") is None
     with Session.restore(blob, [bump], runtime=data_runtime, limits=small) as s:
         r = s.run("print(x)")
         assert r.stdout == "101\n" and "g: a generator" in r.notices[0]

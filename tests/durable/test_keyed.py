@@ -28,10 +28,10 @@ def test_a_conversation_moves_between_code_tools_sharing_a_store(tmp_path):
     store = FolderStore(tmp_path)
     with ToolIsCode([bump], store=store) as a, ToolIsCode([bump], store=store) as b:
         assert a.run_code("x = bump(1)", key="c1").ok
-        _saved(a.code, "c1")
+        _saved(a.code_tool, "c1")
         reply = b.run_code("x += 1\nprint(x)", key="c1")
         assert reply.text.strip() == "102", reply.text
-        _saved(b.code, "c1")
+        _saved(b.code_tool, "c1")
         assert a.run_code("print(x)", key="c1").text.strip() == "102"  # a saw b's cell
         assert "x" not in a.run_code("print(sorted(globals()))", key="c2").text
 
@@ -42,10 +42,10 @@ def test_a_conversation_that_comes_back_holds_only_what_the_other_worker_left(tm
     store = FolderStore(tmp_path / "store")
     with ToolIsCode([bump], store=store) as a, ToolIsCode([bump], store=store) as b:
         assert a.run_code("y = 5\nz = 1\nopen('old.txt', 'w').write('old')", key="c").ok
-        _saved(a.code, "c")
+        _saved(a.code_tool, "c")
         assert b.run_code("del y\nimport os\nos.remove('old.txt')\n"
                           "open('new.txt', 'w').write('new')\nz += 1", key="c").ok
-        _saved(b.code, "c")
+        _saved(b.code_tool, "c")
         look = ("import os\nprint('y' in globals(), z, "
                         "sorted(n for n in os.listdir('.') if n[0] != '.'))")
         reply = a.run_code(look, key="c")
@@ -69,7 +69,7 @@ def test_a_plain_session_that_comes_back_holds_only_the_newer_state(tmp_path):
         try:
             result = session.run(code)
         finally:
-            keeper.checkin("k", wait=True)
+            keeper.checkin("k")
         assert result.ok, result.error
         return result.stdout.strip()
 

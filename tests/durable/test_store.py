@@ -61,7 +61,7 @@ def test_a_flipped_byte_anywhere_is_refused_stored_parts_included(key):
 def test_two_snapshots_of_the_same_state_have_different_versions():
     """A store's version tells a worker whether its live session is still the conversation's:
     two saves must never look alike, even with the same bytes inside."""
-    from tooliscode.durable.store import version_of
+    from tooliscode.durable._store import version_of
 
     first, second = pack(PARTS, runtime="r"), pack(PARTS, runtime="r")
     assert unpack(first, runtime="r") == unpack(second, runtime="r")
@@ -198,14 +198,14 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
     import ctypes
     import mmap
 
-    from tooliscode.durable.pages import PAGE, Delta, apply, take, zero
-    from tooliscode.runtime import pagemap as kernel_map
+    from tooliscode.runtime.data import _page_map as kernel_map
+    from tooliscode.runtime.data._memory_delta import PAGE, Delta, apply, take, zero
 
     if not pagemap:  # where the kernel's page map cannot be read, pages are compared
         monkeypatch.setattr(kernel_map, "_PAGEMAP", "/nonexistent/pagemap")
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
-    monkeypatch.setattr("tooliscode.durable.pages._POPULATED", PAGE)  # runs faulted in first
+    monkeypatch.setattr("tooliscode.runtime.data._memory_delta._POPULATED", PAGE)  # runs faulted in first
     memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)  # page-aligned, private: as linear memory
     address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
     memory[:len(base)] = base

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import random
 import signal
 import subprocess
 import sys
@@ -19,9 +21,12 @@ from .conftest import free_port
 WORKER = Path(__file__).parent / "worker.py"
 
 
+RUNTIME = os.environ.get("TOOLISCODE_RUNTIME") or "default"
+
+
 class Worker:
     def __init__(self, kind: str, where: str, on_error: str = "error", lease_s: float = 2.0,
-                 wait_s: float = 20.0, runtime: str = "default"):
+                 wait_s: float = 20.0, runtime: str = RUNTIME):
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), kind, where, on_error, str(lease_s), str(wait_s),
              runtime],
@@ -113,6 +118,34 @@ def test_a_killed_worker_loses_only_the_running_cell(redis_url, workers):
     a.kill()
     reply = b.call(key, "print(y)")  # waits for the dead worker's lease to run out
     assert reply["stdout"] == "10\n", reply
+    assert "last cell of this conversation did not complete" in reply["notices"][0], reply
+    assert "continues from the state saved after the cell before it" in reply["notices"][0]
+    assert b.call(key, "print(y)")["notices"] == []  # told once
+
+
+def test_an_answered_cell_survives_its_worker_killed_right_after(redis_url, workers):
+    """The answer goes back only once the cell's state is stored: killing the worker the
+    moment it has answered loses nothing the model read."""
+    a, b = workers("redis", redis_url, lease_s=1.0), workers("redis", redis_url)
+    key = f"answered-{time.time_ns()}"
+    assert a.call(key, "x = 1")["ok"]
+    time.sleep(1.0)
+    assert a.call(key, "x = 2")["ok"]
+    a.kill()  # right after the answer, before anything else happens in it
+    reply = b.call(key, "print(x)")
+    assert reply["stdout"] == "2\n" and reply["notices"] == [], reply
+
+
+def test_a_lost_first_cell_is_said_too(redis_url, workers):
+    a, b = workers("redis", redis_url, lease_s=1.0), workers("redis", redis_url)
+    key = f"first-{time.time_ns()}"
+    a.send(key, "import time\nx = 5\ntime.sleep(60)")
+    time.sleep(1.0)
+    a.kill()
+    reply = b.call(key, "print('x' in globals())")
+    assert reply["stdout"] == "False\n", reply
+    assert "did not complete" in reply["notices"][0]
+    assert "Nothing of this conversation was saved before it" in reply["notices"][0]
 
 
 def test_a_call_racing_another_worker_waits_for_it(tmp_path, workers):
@@ -147,3 +180,41 @@ def test_a_store_that_is_down_is_an_error_or_a_fresh_session(workers):
     assert time.monotonic() - started < 30  # an answer, not a hang
     reply = workers("redis", down, "fresh").call("k", "print(1)")
     assert reply["stdout"] == "1\n" and "could not be reached" in reply["notices"][0]
+
+
+def test_a_fleet_with_workers_killed_loses_no_answered_cell(redis_url, workers):
+    """Three workers, conversations routed at random, workers SIGKILLed now and then (mid-cell
+    and right after an answer) and replaced: every cell that was answered is in the final
+    state of its conversation, and every cell that was cut off is reported on the next call."""
+    rng = random.Random(7)
+    fleet = [workers("redis", redis_url, lease_s=1.0, wait_s=30) for _ in range(3)]
+    keys = [f"fleet-{time.time_ns()}-{c}" for c in range(6)]
+    answered: dict[str, list[int]] = {k: [] for k in keys}
+    cut: dict[str, list[int]] = {k: [] for k in keys}
+    told: dict[str, int] = {k: 0 for k in keys}
+    kills = {(1, 2): "mid-cell", (3, 4): "after", (5, 1): "mid-cell"}
+    for step in range(7):
+        for c, key in enumerate(keys):
+            cell = f"done = globals().get('done', [])\ndone.append({step})\nprint(len(done))"
+            w = rng.randrange(len(fleet))
+            how = kills.get((step, c))
+            if how == "mid-cell":
+                fleet[w].send(key, "import time\n" + cell + "\ntime.sleep(30)")
+                time.sleep(0.5)
+                fleet[w].kill()
+                cut[key].append(step)
+                fleet[w] = workers("redis", redis_url, lease_s=1.0, wait_s=30)
+                continue
+            reply = fleet[w].call(key, cell)
+            assert reply["ok"], reply
+            answered[key].append(step)
+            told[key] += sum("did not complete" in n for n in reply["notices"])
+            if how == "after":
+                fleet[w].kill()
+                fleet[w] = workers("redis", redis_url, lease_s=1.0, wait_s=30)
+    for key in keys:
+        reply = fleet[rng.randrange(len(fleet))].call(key, "print(done)")
+        final = json.loads(reply["stdout"])
+        assert final == sorted(final) and set(answered[key]) <= set(final), (key, final)
+        assert not set(cut[key]) & set(final), (key, final, cut[key])
+        assert told[key] == len(cut[key]), (key, told[key], cut[key])

@@ -19,10 +19,11 @@ def bump(n: int) -> int:
 def main() -> None:
     kind, where, on_error, lease_s, wait_s = sys.argv[1:6]
     runtime = sys.argv[6] if len(sys.argv) > 6 else None
+    save = sys.argv[7] if len(sys.argv) > 7 else "before_answer"
     store = RedisStore(where, timeout_s=1.0) if kind == "redis" else FolderStore(where)
     limits = Limits(timeout_s=60)
     keeper = Keeper(store, lease_s=float(lease_s), wait_s=float(wait_s),
-                    on_store_error=on_error)
+                    on_store_error=on_error, save=save)
 
     def make() -> Session:
         return Session([bump], limits=limits, runtime=runtime)
@@ -39,10 +40,10 @@ def main() -> None:
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
             continue
         result = session.run(call["code"])
-        keeper.checkin(call["key"])
+        unsaved = keeper.checkin(call["key"])  # stored before the answer is printed
+        notices = [n for n in (notice, unsaved) if n] or list(result.notices)
         print(json.dumps({"ok": result.ok, "stdout": result.stdout, "error": result.error,
-                          "notices": [notice] if notice else list(result.notices)}),
-              flush=True)
+                          "notices": notices}), flush=True)
 
 
 if __name__ == "__main__":

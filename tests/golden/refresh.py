@@ -51,7 +51,7 @@ def corpus_tools(corpus: str) -> list[Any]:
 
 
 def expected_text(corpus: str) -> str:
-    from tooliscode.tools.stubs import stub
+    from tooliscode.tools._stubs import stub
 
     return "\n\n\n".join(stub(t) for t in corpus_tools(corpus)) + "\n"
 

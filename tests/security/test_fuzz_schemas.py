@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tooliscode import Session, Tool
 from tooliscode.guest.validate import problem
-from tooliscode.tools.stubs import stub
+from tooliscode.tools._stubs import stub
 
 names = st.one_of(
     st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),

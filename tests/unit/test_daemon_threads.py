@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tooliscode.engine.daemonthreads import DaemonThreads
+from tooliscode.engine._daemon_threads import DaemonThreads
 
 
 def test_calls_give_their_results_and_errors_on_daemon_threads():

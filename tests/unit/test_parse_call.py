@@ -7,7 +7,7 @@ import json
 import pytest
 from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.responses import ResponseFunctionToolCall
-from tooliscode.openai.toolcall import CodeCall, field, parse_call, to_plain
+from tooliscode.openai._tool_call import CodeCall, field, parse_call, to_plain
 
 TOOL = "run_python"
 

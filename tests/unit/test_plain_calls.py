@@ -1,7 +1,7 @@
 """The fast paths of a tool call, against the general paths they stand in for.
 
 The guest's plain binder (core/guest/plain.py) must give exactly what binding and checking
-the general way gives, or None; the host's check of plain arguments (core/tools/schema.py)
+the general way gives, or None; the host's check of plain arguments (core/tools/_schema.py)
 must give what pydantic gives. Both are run on the host here, over the corpus's tools.
 """
 
@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from tooliscode.guest.tools import ToolArgumentError, ToolFunction
-from tooliscode.tools.schema import function_schema
-from tooliscode.tools.stubs import guest_spec
+from tooliscode.tools._schema import function_schema
+from tooliscode.tools._stubs import guest_spec
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False),
                     st.sampled_from(["", "a", "2", "x y"]))

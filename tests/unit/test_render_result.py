@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tooliscode import CellResult
-from tooliscode.prompt.render import render
+from tooliscode.prompt._render import render
 
 
 def test_parts_come_in_a_fixed_order():

@@ -1,4 +1,4 @@
-"""runtime/renew.py without a guest: a copy-on-write mapping of a file stands for linear
+"""runtime/data/_renewal.py without a guest: a copy-on-write mapping of a file stands for linear
 memory mapped from a start image."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import os
 import sys
 
 import pytest
-from tooliscode.runtime import renew
-from tooliscode.runtime.pagemap import PAGE, written
+from tooliscode._folders import empty_folder
+from tooliscode.runtime.data import _renewal as renew
+from tooliscode.runtime.data._page_map import PAGE, written
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page map: Linux")
 
@@ -76,6 +77,6 @@ def test_emptying_a_folder_never_follows_links(tmp_path):
     (folder / "top.txt").write_text("y")
     os.symlink(outside, folder / "link")
     os.symlink(outside, folder / "a" / "inner-link")
-    assert renew.empty_folder(folder)
+    assert empty_folder(folder)
     assert list(folder.iterdir()) == []
     assert (outside / "keep.txt").read_text() == "mine"

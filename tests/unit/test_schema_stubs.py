@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from tooliscode import Tool
-from tooliscode.tools.stubs import ToolStub, guest_spec, stub
+from tooliscode.tools._stubs import ToolStub, guest_spec, stub
 
 
 def tool(properties: dict, required: tuple = (), output: dict | None = None, **extra) -> Tool:

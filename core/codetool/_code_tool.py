@@ -1,0 +1,231 @@
+"""`CodeTool`: a code tool over keyed conversations, with no framework and no API shape.
+
+    code = CodeTool([search_orders, get_customer])
+    reply = code.run_code("print(len(search_orders(status='open')))", key="conversation-7")
+    reply.text      # what the model reads: output, errors, and notices about the session
+    reply.result    # the CellResult
+
+Every front end runs code through one of these: `ToolIsCode` (the raw OpenAI APIs), the
+framework adapters, the MCP proxy, `tooliscode serve`, text mode and the REPL.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import re
+from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .._closing import Closing
+from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
+from ..engine import KeyedSessions, Limits, Session
+from ..errors import SessionClosed, SnapshotError
+from ..prompt import EVICTED, failed_to_run, noted, render
+from ..runtime import Runtime
+from ..tools import Tool, ToolRegistry
+from ._background import submit
+from ._reply import Reply
+from ._runs import Runs
+from ._sandbox import Sandbox, Toolbox
+from ._steps import Blocking, Hold, RunCell, Steps, adrive, drive
+
+__all__ = ["CodeTool"]
+
+log = logging.getLogger("tooliscode")
+
+
+class CodeTool(Closing):
+    """Runs code for conversations: a sandbox per conversation key, or one per run.
+
+    `tools` are the sandbox's tools: `Tool`s or functions, or a `Toolbox` whose tools read the
+    running cell's `context` (what `run_code(context=...)` was given). A call may bring its own
+    `tools=` (a framework's tools can change between runs); a conversation whose tools
+    changed gets a new interpreter, and the model is told.
+
+    Conversations (`key=`) are made on first use. Keyed ones idle for `idle_timeout_s` are
+    closed, and at most `max_sessions` are kept; the key `None` is never evicted. Runs take
+    a sandbox of their own (`take`), run code in it (`sandbox=`), and give it back (`finish`);
+    with `keep_spare`, the next run's sandbox is started meanwhile.
+    """
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Toolbox = (), *,
+                 limits: Limits | None = None, runtime: Runtime | str | None = None,
+                 workdir: str | Path | None = None,
+                 describe_names: bool = True, idle_timeout_s: float | None = 1800.0,
+                 max_sessions: int | None = None, keep_spare: bool = False,
+                 store: SessionStore | Keeper | None = None):
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox.of(tools)
+        self.keeper = store if isinstance(store, Keeper) or store is None else Keeper(store)
+        """Keeps keyed conversations in a store, so any worker process can take their next
+        call (see `tooliscode.durable`); the key `None` and runs stay in this process."""
+        self.limits = limits
+        self.runtime = runtime
+        self.workdir = Path(workdir) if workdir is not None else None
+        self.describe_names = describe_names
+        """Say what the names of a cell that printed nothing hold (not just their names)."""
+        self._conversations: KeyedSessions[Sandbox] = KeyedSessions(
+            self._conversation, idle_s=idle_timeout_s, max_sessions=max_sessions,
+            evict=_close_later)
+        self._runs = Runs(functools.partial(self._sandbox, renewable=True), keep_spare)
+
+    # -- running code -------------------------------------------------------------------------
+
+    def run_code(self, code: str, *, key: Hashable = None, context: Any = None,
+                 tools: Toolbox | None = None, sandbox: Sandbox | None = None) -> Reply:
+        """Run `code` in conversation `key`'s sandbox (or in `sandbox`, a run's own).
+
+        `context` is what the cell's tools read as `sandbox.context` while it runs. A failure
+        of the sandbox itself comes back as a reply without a result; a closed code tool or
+        sandbox raises `SessionClosed`.
+        """
+        return drive(self._steps(code, key, context, tools or self.toolbox, sandbox))
+
+    async def arun_code(self, code: str, *, key: Hashable = None, context: Any = None,
+                        tools: Toolbox | None = None, sandbox: Sandbox | None = None) -> Reply:
+        """`run_code` for async callers: async tools run on the running loop."""
+        return await adrive(self._steps(code, key, context, tools or self.toolbox, sandbox))
+
+    def _steps(self, code: str, key: Hashable, context: Any, toolbox: Toolbox,
+               own: Sandbox | None) -> Steps[Reply]:
+        if own is None:
+            sandbox, evicted = self._conversations.acquire(key)
+        else:
+            sandbox, evicted = own, None
+        notices = [EVICTED.format(reason=evicted) if evicted else None]
+        stored = self.keeper is not None and own is None and key is not None
+        try:
+            yield Hold(sandbox.lock)
+            call: Call | None = None
+            try:
+                if stored:
+                    call = yield Blocking(self.keeper.begin, (_store_key(key),))
+                    if call.unreachable:
+                        notices.append(call.unreachable)
+                    else:
+                        notices[0] = None  # evicted here, but kept in the store
+                        notices.append((yield Blocking(self._resume, (sandbox, call, toolbox))))
+                if not sandbox.ready(toolbox):
+                    notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
+                result = yield RunCell(sandbox.enter(context), code)
+                if call is not None:  # stored before the answer goes (`Keeper.save`)
+                    done, call = call, None
+                    notices.append((yield Blocking(self.keeper.commit, (done, sandbox.session))))
+            finally:
+                sandbox.context = None
+                if call is not None:  # the cell did not finish: store what there is
+                    self.keeper.end(call.key, sandbox.session)
+                sandbox.lock.release()
+        except SessionClosed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the caller's loop must go on
+            log.exception("tooliscode: the sandbox failed to run a cell")
+            return Reply(noted(failed_to_run(exc), notices))
+        finally:
+            if own is None:
+                self._conversations.release(key)
+        return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
+
+    def _resume(self, sandbox: Sandbox, call: Call, toolbox: Toolbox) -> str | None:
+        """Bring the sandbox up to the store's version of the conversation (another worker
+        may have moved it on); a notice if the saved session could not be restored, or if
+        the conversation's last cell was lost with the worker that ran it."""
+        keeper, session = self.keeper, sandbox.session
+        assert keeper is not None
+        if session is not None and (call.version is None or keeper.current(call.key,
+                                                                           call.version)):
+            return call.lost_notice(restored=call.version is not None)
+        blob = keeper.fetch(call.key, call.version)
+        if blob is None:
+            return call.lost_notice(restored=False)
+        try:
+            if session is not None and sandbox.ready(toolbox) and keeper.reload(session, blob):
+                return call.lost_notice(restored=True)  # into the interpreter still here
+            sandbox.adopt(toolbox, lambda: Session.restore(
+                blob, ToolRegistry(toolbox.bind(sandbox)), limits=self.limits,
+                workdir=sandbox.workdir, runtime=self.runtime, announce=False))
+        except SnapshotError as exc:
+            lost = call.lost_notice(restored=False)
+            return UNRESTORABLE.format(error=exc) + (f" {lost}" if lost else "")
+        return call.lost_notice(restored=True)
+
+    # -- conversations ------------------------------------------------------------------------
+
+    @property
+    def keys(self) -> list[Hashable]:
+        """The conversation keys with a live sandbox."""
+        return self._conversations.keys()
+
+    def get(self, key: Hashable = None) -> Sandbox | None:
+        """Conversation `key`'s sandbox if it has one, without touching it."""
+        return self._conversations.get(key)
+
+    def session(self, key: Hashable = None, tools: Toolbox | None = None) -> Session:
+        """Conversation `key`'s session, started now if need be (e.g. to read its files)."""
+        sandbox, _ = self._conversations.acquire(key)
+        try:
+            sandbox.prepare(tools or self.toolbox)
+            return sandbox.live()
+        finally:
+            self._conversations.release(key)
+
+    def drop(self, key: Hashable = None) -> bool:
+        """Close one conversation's sandbox now; its next call starts a fresh one."""
+        return self._conversations.drop(key)
+
+    def evict_idle(self) -> list[Hashable]:
+        """Close the keyed sandboxes idle too long now (it also happens on every call)."""
+        return self._conversations.evict_idle()
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def take(self) -> Sandbox:
+        """A sandbox for one run (the started spare, if there is one)."""
+        return self._runs.take()
+
+    def finish(self, sandbox: Sandbox, tools: Toolbox | None = None) -> None:
+        """A run ended: close its sandbox on another thread and, with `keep_spare`, start
+        the next run's with `tools`; a sandbox no code ran in becomes that spare itself."""
+        self._runs.finish(sandbox, tools)
+
+    @property
+    def spare(self) -> Sandbox | None:
+        """The started sandbox the next run will take, if there is one."""
+        return self._runs.spare
+
+    def close(self) -> None:
+        """Close every sandbox: the conversations' and the spare."""
+        self._runs.close()
+        self._conversations.close()
+
+    # -- making sandboxes ---------------------------------------------------------------------
+
+    def _sandbox(self, workdir: Path | None = None, renewable: bool = False) -> Sandbox:
+        return Sandbox(limits=self.limits, workdir=workdir, runtime=self.runtime,
+                       renewable=renewable)
+
+    def _conversation(self, key: Hashable) -> Sandbox:
+        """A keyed conversation's sandbox: under `workdir`, each key has a folder of its own."""
+        workdir = self.workdir
+        if workdir is not None and key is not None:
+            workdir = workdir / _folder_name(key)
+        return self._sandbox(workdir)
+
+
+def _close_later(sandboxes: list[Sandbox]) -> None:
+    """Evicted sandboxes close off the caller's path: the caller is about to run code."""
+    for sandbox in sandboxes:
+        submit(sandbox.close)
+
+
+def _store_key(key: Hashable) -> str:
+    """The same conversation key names the same snapshot in every process."""
+    return key if isinstance(key, str) else repr(key)
+
+
+def _folder_name(key: Hashable) -> str:
+    text = str(key)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
+    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"

@@ -1,0 +1,224 @@
+"""Turning what the guest reported (untrusted: the cell's code can forge it) into a CellResult."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..guest import MAX_FIGURES, clip, png_size
+from ..runtime import GUEST_DIR, GuestTrap
+from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
+from ._limits import Limits
+from ._result import CellImage, CellResult
+from ._tool_calls import CellCalls
+from ._worker import Command
+
+__all__ = ["Cell", "build_result", "trap_result", "restart_notice"]
+
+
+@dataclass
+class Cell:
+    """Host-side context of one running cell."""
+
+    calls: CellCalls
+    workdir: Path
+    started: float
+    before: Snapshot | None = None
+    """The folder as it was before the cell's first change; None while nothing changed it."""
+
+    def changing(self) -> None:
+        """Called before the first write by the guest or a tool: the folder is listed only
+        for cells that change it."""
+        if self.before is None:
+            self.before = snapshot(self.workdir)
+
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        """The guest's requests while the cell runs (`Requests`): its tool calls."""
+        return self.calls.handle(op, msg)
+
+    def files_written(self) -> tuple[str, ...]:
+        if self.before is None:
+            return ()
+        after = snapshot(self.workdir)
+        self.too_many_files = len(after) >= SNAPSHOT_FILES
+        return tuple(changed(self.before, after))
+
+    too_many_files: bool = False
+    """The folder held more files than are compared: `files_written` may miss some."""
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+_MAX_NAMES = 300
+_NAME_CHARS = 100
+_SLACK = 1_000
+"""Room for the cut markers the guest adds, when its texts are checked against the limits."""
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """Names the guest listed, bounded here too: a cell's code could forge the report."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(v[:_NAME_CHARS] for v in value[:_MAX_NAMES] if isinstance(v, str))
+
+
+def _described(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {k[:_NAME_CHARS]: v[:200] for k, v in list(value.items())[:_MAX_NAMES]
+            if isinstance(k, str) and isinstance(v, str)}
+
+
+_WHAT = {"stdout": "stdout", "stderr": "stderr", "error": "The error's text",
+         "value": "The value's repr"}
+
+
+def _cut_note(name: str, info: Any) -> str | None:
+    """The notice for a text the guest cut (`Capture.result()` figures), if it cut it."""
+    cut = info.get("cut") if isinstance(info, dict) else None
+    if not isinstance(cut, int) or cut <= 0:
+        return None
+    total = info.get("total")
+    saved = info.get("saved")
+    where = (f" The full text is in {saved}; read or search it in the next cell."
+             if isinstance(saved, str) and info.get("saved_all")
+             else f" The first part is in {saved}." if isinstance(saved, str) else "")
+    size = f"{total:,}" if isinstance(total, int) else "many"
+    return f"{_WHAT[name]} was {size} characters; {cut:,} were cut from the middle." + where
+
+
+def _bounded(report: dict[str, Any], name: str, limit: int | None, cuts: list[str]) -> str:
+    """The guest's text for `name` ("error", "value"), its cut noted in `cuts`; cut here as
+    well when it is longer than the guest should have let it be."""
+    text = _str(report.get(name))
+    note = _cut_note(name, report.get(f"{name}_cut"))
+    if limit is not None and len(text) > limit + _SLACK:
+        note = note or f"{_WHAT[name]} was {len(text):,} characters; the middle was cut."
+        text = clip(text, limit)
+    if note:
+        cuts.append(note)
+    return text
+
+
+def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
+    """The stream's text; when the guest cut it, the notice saying so is added to `cuts`."""
+    info = report if isinstance(report, dict) else {}
+    note = _cut_note(name, info)
+    if note:
+        cuts.append(note)
+    return _str(info.get("text")) + command.raw_text(name)
+
+
+_NOTE_CHARS = 500
+_UNLIMITED_IMAGE_BYTES = 64 * 1024 * 1024
+"""Read at most this much of one image even when `Limits.image_bytes` is None."""
+
+
+def _images(report: dict[str, Any], workdir: Path, limits: Limits,
+            notices: list[str]) -> tuple[CellImage, ...]:
+    """The PNGs the guest says it saved, read here and checked again: the report could name
+    any file in the folder, and a cell can rewrite a file after it was saved."""
+    notes = report.get("figure_notes")
+    notices.extend(n[:_NOTE_CHARS] for n in _names(notes)[:MAX_FIGURES * 2])
+    listed = report.get("images")
+    found: dict[str, CellImage] = {}
+    cap = limits.image_bytes if limits.image_bytes is not None else _UNLIMITED_IMAGE_BYTES
+    for entry in listed[:MAX_FIGURES] if isinstance(listed, list) else ():
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or entry.get("fits") is False:
+            continue
+        rel = path[len(GUEST_DIR) + 1:] if path.startswith(GUEST_DIR + "/") else path
+        try:
+            data = read_file(workdir, rel, cap + 1)
+        except (OSError, ValueError):
+            continue
+        size = png_size(data)
+        pixels = limits.image_pixels
+        if size is None or len(data) > cap or (pixels is not None and size[0] * size[1] > pixels):
+            notices.append(f"{rel} is not a PNG within the image limits: listed, not shown.")
+            continue
+        found[rel] = CellImage(rel, data, "image/png", size[0], size[1])
+    return tuple(found.values())
+
+
+def _written(cell: Cell, notices: list[str]) -> tuple[str, ...]:
+    written = cell.files_written()
+    if cell.too_many_files and written:
+        notices.append(f"The session folder holds more than {SNAPSHOT_FILES:,} files and only "
+                       "that many were compared: this cell may have written more than listed.")
+    return written
+
+
+def restart_notice(lost: tuple[str, ...]) -> str:
+    names = ", ".join(lost[:40]) + (" ..." if len(lost) > 40 else "")
+    gone = f" ({names})" if names else ""
+    return ("The Python interpreter was restarted: variables, functions and imports from "
+            f"earlier cells are gone{gone}. Files in /session were kept.")
+
+
+def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
+                 workdir: Path, names: tuple[str, ...] = ()) -> CellResult:
+    """`names` are the guest's names before the cell: the report has "names" only when they
+    changed."""
+    cell: Cell = command.context
+    report = report if isinstance(report, dict) else {}
+    notices: list[str] = list(command.notices)
+    if lost is not None:
+        notices.append(restart_notice(lost))
+    cuts: list[str] = []
+    limits = cell.calls.limits
+    stdout = _stream(report.get("stdout"), command, "stdout", cuts)
+    stderr = _stream(report.get("stderr"), command, "stderr", cuts)
+    ok = report.get("ok") is True
+    value = _bounded(report, "value", limits.value_chars, cuts) \
+        if isinstance(report.get("value"), str) else None
+    error = None if ok else (_bounded(report, "error", limits.output_chars, cuts)
+                             or "the cell failed")
+    notices += cuts
+    images = _images(report, workdir, limits, notices) if "images" in report or \
+        "figure_notes" in report else ()
+    left_out = report.get("new_names_left_out")
+    written = _written(cell, notices)
+    return CellResult(
+        ok=ok, stdout=stdout, stderr=stderr, value=value, error=error,
+        error_type=None if ok else (_str(report.get("error_type"))[:_NAME_CHARS] or None),
+        tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
+        restarted=lost is not None, lost_names=lost or (),
+        names=_names(report["names"]) if "names" in report else names,
+        new_names=_names(report.get("new_names")),
+        new_names_left_out=left_out if isinstance(left_out, int) and left_out > 0 else 0,
+        described=_described(report.get("described")),
+        truncated=" ".join(cuts) or None,
+        files_written=written, final=report.get("final"),
+        has_final=report.get("has_final") is True, notices=tuple(notices), images=images)
+
+
+_TRAP_TEXT = {
+    "timeout": "TimeoutError: the cell was still running after {t} and was stopped.",
+    "cancelled": "CancelledError: the cell was cancelled.",
+    "stack": "RecursionError: the code recursed so deeply that the interpreter ran out of stack.",
+    "exit": "SystemExit: the interpreter itself exited.",
+    "abandoned": "The interpreter was stopped.",
+}
+
+
+def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits: Limits,
+                workdir: Path) -> CellResult:
+    cell: Cell = command.context
+    t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
+    head = _TRAP_TEXT.get(trap.reason, "").format(t=t) or f"The interpreter crashed: {trap.message}."
+    notice = restart_notice(lost)
+    extra: list[str] = []
+    written = _written(cell, extra)
+    return CellResult(
+        ok=False, stdout=command.raw_text("stdout"), stderr=command.raw_text("stderr"),
+        error=f"{head} {notice}", error_type={"timeout": "TimeoutError", "stack": "RecursionError",
+                                              "cancelled": "CancelledError"}.get(trap.reason,
+                                                                                 "GuestCrash"),
+        tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
+        restarted=True, lost_names=lost, files_written=written,
+        notices=(*command.notices, notice, *extra))

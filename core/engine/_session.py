@@ -1,0 +1,389 @@
+"""`Session`: one live guest interpreter, its tools, its folder and its limits."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import functools
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._closing import Closing
+from .._folders import empty_folder
+from ..errors import SessionClosed, SnapshotError
+from ..runtime import GUEST_DIR, GuestTrap, Runtime, resolve_runtime
+from ..tools import ToolRegistry, guest_spec, search_entry
+from ._cell_report import Cell, build_result, trap_result
+from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
+from ._limits import Limits
+from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
+from ._result import CellResult
+from ._snapshot import SessionState, capture
+from ._tool_calls import CellCalls
+from ._worker import Command, NotStarted, Requests, Worker
+
+__all__ = ["Session"]
+
+_MAX_FOUND = 50
+"""Most tools one `search_tools` call returns, whatever limit the code asks for."""
+_QUERY_CHARS = 1_000
+_WATCHDOG_GRACE_S = 5.0
+class Session(Closing):
+    """A stateful Python sandbox whose code can call `tools`.
+
+    Variables, functions and imports persist from one `run` to the next. The session
+    folder (`workdir`) is the guest's working directory, `/session`; it is deleted on
+    `close()` unless you passed your own.
+    """
+
+    def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
+                 workdir: str | Path | None = None, runtime: Runtime | str | None = None,
+                 state: SessionState | None = None):
+        """`state`: start from a checked snapshot (`SessionState.open`; `Session.restore`
+        does both)."""
+        self.limits = limits or Limits()
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.runtime = resolve_runtime(runtime)
+        self._turn = threading.Lock()
+        self._names: tuple[str, ...] = ()
+        self._lost: tuple[str, ...] | None = None
+        self._setup: dict[str, Any] | None = None
+        self._setup_reply: cf.Future | None = None
+        self._closed = False
+        self._notices: list[str] = []
+        """Told with the next cell's result (a restore, say)."""
+        self._state_first = state if state is not None and state.memory is not None else None
+        """A saved interpreter goes into the first guest before it runs at all."""
+        self._first_reply: Any = None
+        if workdir is None:
+            worker = pool_for(self.runtime).acquire(self.limits)
+            self._state = GuestHold(None, worker.workdir, True)
+        else:
+            folder = Path(workdir).resolve()
+            folder.mkdir(parents=True, exist_ok=True)
+            self._state = GuestHold(None, folder, False)
+            worker = Worker(self.runtime, folder, self.limits)
+        self._finalizer = weakref.finalize(self, self._state.release)
+        self._attach(worker)
+        live.add(self)
+        if state is not None:
+            try:
+                with self._turn:
+                    self._loaded(state, self._ensure_worker())
+            except BaseException:
+                self.close()
+                raise
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def workdir(self) -> Path:
+        """The session folder on the host."""
+        return self._state.workdir
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Global names the guest held after the last cell."""
+        return self._names
+
+    def run(self, code: str) -> CellResult:
+        """Run one cell and return what it did. Blocks until the cell ends."""
+        self._check_open()
+        with self._turn:
+            return self._run(code, None)
+
+    async def arun(self, code: str) -> CellResult:
+        """Run one cell without blocking the event loop; async tools run on this loop."""
+        self._check_open()
+        if not self._turn.acquire(blocking=False):
+            await asyncio.to_thread(self._turn.acquire)
+        try:
+            return await self._arun(code, asyncio.get_running_loop())
+        finally:
+            self._turn.release()
+
+    def snapshot(self, *, key: bytes | str | None = None) -> bytes:
+        """The session's whole state as bytes (variables, what the cells defined, imports,
+        the folder's files), for `Session.restore` in any process. Waits for a running cell.
+
+        On the data runtime it is the interpreter itself (its memory, as a delta against the
+        start image): everything comes back exactly, generators and random state included.
+        Signed with `key` (or `TOOLISCODE_SNAPSHOT_KEY`) when given."""
+        self._check_open()
+        with self._turn:
+            worker = self._ensure_worker()
+            return capture(worker, self.runtime, self.workdir, self._names, key)
+
+    @classmethod
+    def restore(cls, blob: bytes, tools: Iterable[Any] | ToolRegistry = (), *,
+                limits: Limits | None = None, workdir: str | Path | None = None,
+                runtime: Runtime | str | None = None, key: bytes | str | None = None,
+                announce: bool = True) -> Session:
+        """A live session with the state `blob` holds; the tools are given again (they are
+        host objects, not state). A damaged, foreign or tampered snapshot raises
+        `SnapshotError` before anything of it runs, as is an exact (data-runtime) snapshot
+        whose start image this machine does not have. The next result tells the model what
+        could not come along (and, with `announce`, that the session was restored)."""
+        runtime = resolve_runtime(runtime)
+        limits = limits or Limits()
+        state = SessionState.open(blob, runtime, limits.memory_bytes, key, announce=announce)
+        return cls(tools, limits=limits, workdir=workdir, runtime=runtime, state=state)
+
+    def load(self, blob: bytes, *, key: bytes | str | None = None) -> bool:
+        """Load a snapshot of variables into this session's live guest rather than a new one
+        (a conversation come back to a worker that still has its interpreter: no new guest
+        to boot). Its cells' state is forgotten and its folder emptied first, so what remains
+        is the snapshot's, and the next result names what could not come along. False, with
+        nothing done, for a saved interpreter (an exact snapshot): that one needs a new
+        guest (`Session.restore`)."""
+        self._check_open()
+        state = SessionState.open(blob, self.runtime, self.limits.memory_bytes, key,
+                                  announce=False)
+        if state.memory is not None:
+            return False
+        with self._turn:
+            worker = self._ensure_worker()
+            reply = worker.call({"op": "reset"})
+            if not isinstance(reply, dict) or not reply.get("ok"):
+                raise SnapshotError(f"the guest could not forget its state: {reply}")
+            self._names = ()
+            if not empty_folder(self.workdir):
+                raise SnapshotError("the session folder could not be emptied for the snapshot's")
+            self._loaded(state, worker)
+        return True
+
+    def reset(self) -> None:
+        """Forget every variable, function and import; tools and files stay."""
+        self._check_open()
+        with self._turn:
+            worker = self._ensure_worker()
+            worker.call({"op": "reset"})
+            self._names = ()
+
+    def files(self) -> list[FileInfo]:
+        """Files in the session folder (symlinks are listed, never followed)."""
+        return list_files(self.workdir)
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Read a file the guest wrote; `path` is relative or under /session."""
+        return read_file(self.workdir, path, max_bytes)
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        """Put a file into the session folder for the guest to read."""
+        target = self.workdir.joinpath(*Path(path).parts).resolve()
+        if self.workdir not in target.parents:
+            raise ValueError(f"not a path inside the session folder: {path!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    def close(self, wait: bool = False) -> None:
+        """Stop the guest and free its thread, memory and (if ours) folder.
+
+        Returns at once: the guest ends on its own thread, which then removes the folder
+        (exit waits for that). `wait=True` returns only once the guest is gone."""
+        if not self._closed:
+            self._closed = True
+            live.discard(self)
+            worker = self._state.worker
+            self._finalizer()
+        else:
+            worker = None
+        if wait and worker is not None:
+            worker.join(EXIT_WAIT_S)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _loaded(self, state: SessionState, worker: Worker) -> None:
+        """Load `state` into the guest (under the turn lock) and note what the model must be
+        told about it."""
+        missing, self._names = state.load(worker, self.workdir, self._first_reply)
+        notice = state.notice(missing)
+        if notice:
+            self._notices.append(notice)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosed("this session is closed")
+
+    def _setup_message(self) -> dict[str, Any]:
+        if self._setup is None:
+            limits = {"output_chars": self.limits.output_chars,
+                      "value_chars": self.limits.value_chars,
+                      "spill_bytes": self.limits.spill_bytes,
+                      "spill_dir": f"{GUEST_DIR}/{OUTPUT}",
+                      "image_bytes": self.limits.image_bytes,
+                      "image_pixels": self.limits.image_pixels,
+                      "figure_dir": f"{GUEST_DIR}/figures",
+                      "python_note": self.runtime.python_note,
+                      "mpl_config_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/matplotlib"}
+            self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
+                           "limits": limits}
+        return self._setup
+
+    def _attach(self, worker: Worker) -> None:
+        # The guest's requests need the tools, never the Session itself: holding it here
+        # would keep a dropped, unclosed session alive through the guest's thread.
+        worker.ops = functools.partial(_route, self.registry)
+        self._state.worker = worker
+        first, self._state_first = self._state_first, None
+        if first is not None:  # a saved interpreter: its answer says what came along
+            message = first.first(worker, self._setup_message())
+            reply = worker.submit(Command(message, before=worker.configure(self.limits))).result(60)
+            self._first_reply = reply
+            if not isinstance(reply, dict) or not reply.get("ok"):
+                raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+            return
+        # Not waited for here: on a turn-based runtime the first cell, sent right after, then
+        # runs in the same turn as the setup (see `_settle`).
+        self._setup_reply = worker.submit(Command(self._setup_message(),
+                                                  before=worker.configure(self.limits)))
+
+    def _settle(self) -> None:
+        """Raise if the guest could not load the tools (waits for its answer if need be)."""
+        pending, self._setup_reply = self._setup_reply, None
+        if pending is not None:
+            reply = pending.result(60)
+            if not isinstance(reply, dict) or not reply.get("ok"):
+                raise RuntimeError(f"the guest could not load the tools: {reply.get('error')}")
+
+    def _ensure_worker(self, settle: bool = True) -> Worker:
+        if self._closed:  # closed while a cell ran: no new guest in a folder that is gone
+            raise SessionClosed("this session was closed")
+        worker = self._state.worker
+        if worker is None or not worker.alive:
+            if worker is not None:
+                self._lost = self._names
+            self._attach(Worker(self.runtime, self.workdir, self.limits))
+            self._names = ()
+            worker = self._state.worker
+        assert worker is not None
+        if settle:
+            self._settle()
+        return worker
+
+    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command[Cell]:
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str, not {type(code).__name__}")
+        timeout = self.limits.timeout_s
+        calls = CellCalls(self.registry, self.limits, loop,
+                          None if timeout is None else time.monotonic() + timeout,
+                          workdir=self.workdir)
+        cell = Cell(calls, self.workdir, time.perf_counter())
+        calls.on_call = cell.changing  # a tool may write into the folder too
+        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command.future.add_done_callback(lambda _: calls.close())  # frees a parked loop at once
+        command.notices.extend(self._notices)
+        self._notices.clear()
+        return command
+
+    def _watchdog(self) -> float | None:
+        t = self.limits.timeout_s
+        return None if t is None else t + _WATCHDOG_GRACE_S
+
+    def _run(self, code: str, loop: asyncio.AbstractEventLoop | None) -> CellResult:
+        for _attempt in range(2):
+            worker = self._ensure_worker(settle=False)
+            command = self._start(code, loop)
+            future = worker.submit(command)
+            try:
+                outcome = future.result(self._watchdog())
+            except cf.TimeoutError:
+                return self._abandon(worker, command, "timeout")
+            except NotStarted:
+                continue
+            except GuestTrap as trap:
+                return self._trapped(command, trap)
+            finally:
+                command.context.calls.close()
+            self._settle()  # answered by now: commands run in order
+            return self._finish(command, outcome)
+        raise RuntimeError("the guest died twice before running the cell")
+
+    async def _arun(self, code: str, loop: asyncio.AbstractEventLoop) -> CellResult:
+        for _attempt in range(2):
+            worker = await asyncio.to_thread(self._ensure_worker) if not self._healthy() \
+                else self._state.worker
+            assert worker is not None
+            command = self._start(code, loop)
+            # A plain wrapped future and a timer: `wait_for` and `shield` would each add a task
+            # and a future to every cell.
+            waiting = asyncio.wrap_future(worker.submit(command))
+            expired = False
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                waiting.cancel()  # noqa: B023 - its timer is cancelled before the next attempt
+
+            watchdog = self._watchdog()
+            timer = loop.call_later(watchdog, expire) if watchdog is not None else None
+            try:
+                outcome = await waiting
+            except asyncio.CancelledError:
+                if expired:
+                    return await asyncio.to_thread(self._abandon, worker, command, "timeout")
+                command.context.calls.cancel_all()
+                worker.stop("cancelled")
+                self._lost = self._names
+                self._state.worker = None
+                raise
+            except NotStarted:
+                continue
+            except GuestTrap as trap:
+                return await asyncio.to_thread(self._trapped, command, trap)
+            finally:
+                command.context.calls.close()
+                if timer is not None:
+                    timer.cancel()
+            self._settle()  # answered by now: commands run in order
+            return self._finish(command, outcome)
+        raise RuntimeError("the guest died twice before running the cell")
+
+    def _forget_cells(self) -> None:
+        """The guest was renewed (`_renewal.py`): no cell has run in it."""
+        self._names, self._lost = (), None
+        self._notices.clear()
+
+    def _healthy(self) -> bool:
+        worker = self._state.worker
+        return worker is not None and worker.alive
+
+    def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
+        command.context.calls.cancel_all()
+        worker.stop(reason)
+        self._state.worker = None
+        return self._trapped(command, GuestTrap("timeout", "a tool call did not return in time"))
+
+    def _trapped(self, command: Command, trap: GuestTrap) -> CellResult:
+        lost = self._lost if self._lost is not None else self._names
+        self._lost = None
+        self._state.worker = None
+        self._ensure_worker()
+        self._names = ()
+        return trap_result(command, trap, lost, self.limits, self.workdir)
+
+    def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
+        lost, self._lost = self._lost, None
+        result = build_result(command, outcome, lost, self.workdir, self._names)
+        self._names = result.names
+        return result
+
+
+def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
+           cell: Requests | None) -> dict[str, Any]:
+    """The guest's requests other than commands: tool calls (for the running cell) and search."""
+    if op == "search":
+        limit = max(0, min(int(msg.get("limit", 10)), _MAX_FOUND))
+        found = registry.search(str(msg.get("query", ""))[:_QUERY_CHARS], limit)
+        return {"ok": True, "value": [search_entry(t) for t in found]}
+    if cell is not None:
+        return cell.handle(op, msg)
+    return {"ok": False, "kind": "protocol", "error": "no cell is running"}

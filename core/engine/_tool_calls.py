@@ -1,0 +1,338 @@
+"""Running the tool calls one cell makes: blocking calls, started (concurrent) calls, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import inspect
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import ToolError
+from ..guest import MESSAGE_SHARE, clip, to_json_value
+from ..runtime import GUEST_DIR
+from ..tools import Tool, ToolRegistry, describe_validation_error
+from ._daemon_threads import DaemonThreads
+from ._folder import OUTPUT, write_new_file
+from ._handoff import LoopHandoff
+from ._limits import Limits
+from ._result import ToolCallRecord
+
+__all__ = ["CellCalls", "background_loop", "tool_executor"]
+
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""What tools return most; never awaitable, so `inspect.isawaitable` need not be asked."""
+_executor: DaemonThreads | None = None
+_loop: asyncio.AbstractEventLoop | None = None
+_lock = threading.Lock()
+
+
+def tool_executor() -> DaemonThreads:
+    """Threads for sync tools that run concurrently or under a timeout (daemons: a call given
+    up on may never return)."""
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = DaemonThreads(32, "tooliscode-tool")
+        return _executor
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The private event loop async tools run on when the session is driven synchronously."""
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="tooliscode-loop", daemon=True).start()
+        return _loop
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return f"invalid arguments: {describe_validation_error(exc)}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class _Started:
+    tool: Tool
+    arguments: dict[str, Any]
+    future: cf.Future
+    started: float
+    expires: float | None
+
+
+@dataclass
+class CellCalls:
+    """The host side of one cell's tool calls."""
+
+    registry: ToolRegistry
+    limits: Limits
+    loop: asyncio.AbstractEventLoop | None
+    """The loop async tools run on: the caller's under `arun`, else `background_loop()`."""
+    deadline: float | None
+    _made: list[tuple[str, dict[str, Any], float, bool, str | None]] = field(
+        default_factory=list)
+    """The calls made, as `ToolCallRecord` fields: a tuple costs less to make per call than
+    the frozen record, which is built once, when the cell's result is."""
+    _count: int = 0
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _started: dict[int, _Started] = field(default_factory=dict)
+    _blocking: cf.Future | None = None
+    _loop_calls: LoopHandoff | None = None
+    cancelled: bool = False
+    on_call: Callable[[], None] | None = None
+    """Run before the cell's first tool call (tools may change the session folder)."""
+    workdir: Path | None = None
+    """The session folder: a tool's message too long to hand to the code whole is saved in
+    its `OUTPUT` folder."""
+
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        """The cell's tool calls so far, in the order they ended."""
+        return [ToolCallRecord(*made) for made in self._made]
+
+    # -- entry point (guest thread) -----------------------------------------------------
+
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        if op == "call":
+            return self._call(msg)
+        if self._loop_calls is not None:
+            self._loop_calls.leave()
+        if op == "start":
+            return self._start(msg)
+        if op == "wait":
+            return self._wait(msg)
+        if op == "cancel":
+            for cid in msg.get("ids") or ():
+                started = self._started.pop(cid, None) if isinstance(cid, int) else None
+                if started is not None:
+                    started.future.cancel()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown request {op!r}", "kind": "protocol"}
+
+    def _admit(self, msg: dict[str, Any]) -> tuple[Tool, dict[str, Any]] | dict[str, Any]:
+        name, arguments = msg.get("name"), msg.get("args", {})
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is None:
+            shown = name[:100] if isinstance(name, str) else name
+            return {"ok": False, "error": f"there is no tool {shown!r}", "kind": "unknown",
+                    "tool": shown}
+        if not isinstance(arguments, dict):
+            return {"ok": False, "error": f"{name}: arguments must be an object", "tool": name}
+        if self.cancelled:
+            return {"ok": False, "error": "the cell was cancelled", "kind": "cancelled",
+                    "tool": name}
+        if self._count == 0 and self.on_call is not None:
+            self.on_call()
+        if self.limits.tool_calls is not None and self._count >= self.limits.tool_calls:
+            return {"ok": False, "kind": "limit", "tool": name,
+                    "error": f"this cell reached its limit of {self.limits.tool_calls} tool "
+                             "calls; do fewer calls per cell or batch the work"}
+        self._count += 1
+        return tool, arguments
+
+    def _until(self, tool: Tool, now: float) -> float | None:
+        """When a call of `tool` that starts `now` must have ended (on the monotonic clock):
+        at the end of the tool's own timeout or the cell's, whichever comes first."""
+        own = tool.timeout_s if tool.timeout_s is not None else self.limits.tool_timeout_s
+        if own is None:
+            return self.deadline
+        return now + own if self.deadline is None else min(now + own, self.deadline)
+
+    def _timeout(self, tool: Tool) -> float | None:
+        now = time.monotonic()
+        until = self._until(tool, now)
+        return None if until is None else max(0.0, until - now)
+
+    def _submit(self, tool: Tool, arguments: dict[str, Any], timeout: float | None) -> cf.Future:
+        if tool.is_async:
+            return asyncio.run_coroutine_threadsafe(_bounded(tool.ainvoke(arguments), timeout),
+                                                    self.loop or background_loop())
+        return tool_executor().submit(_invoke_sync, tool, arguments, self.loop)
+
+    def _record(self, tool: Tool, arguments: dict[str, Any], started: float,
+                error: str | None) -> None:
+        self._made.append((tool.name, arguments, time.monotonic() - started, error is None,
+                           error))
+
+    def _outcome(self, tool: Tool, arguments: dict[str, Any], started: float,
+                 fn: Any) -> dict[str, Any]:
+        try:
+            value = to_json_value(fn())
+        except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
+            return self._failed(tool, arguments, started, exc)
+        self._record(tool, arguments, started, None)
+        return {"ok": True, "value": value}
+
+    def _failed(self, tool: Tool, arguments: dict[str, Any], started: float,
+                exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError, cf.TimeoutError)):
+            kind = "timeout"
+            error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
+        else:
+            kind, error = "error", self._fit(_message(exc))
+        self._record(tool, arguments, started, error)
+        return {"ok": False, "error": error, "kind": kind, "tool": tool.name}
+
+    def _fit(self, error: str) -> str:
+        """A tool's message no longer than the share of the output limit a message keeps in a
+        traceback: past that, its head and tail and where the whole of it was saved. Cut
+        here, so that megabytes never cross to the guest."""
+        limit = self.limits.output_chars
+        if limit is None or len(error) <= max(200, limit // MESSAGE_SHARE):
+            return error
+        limit = max(200, limit // MESSAGE_SHARE)
+        shown = clip(error, limit)
+        if self.workdir is None:
+            return shown
+        path = f"{OUTPUT}/tool-error-{uuid.uuid4().hex[:12]}.txt"
+        kept = error[:self.limits.spill_bytes]
+        try:
+            write_new_file(self.workdir, path, kept.encode("utf-8", "surrogateescape"))
+        except (OSError, ValueError):
+            return shown
+        whole = "the whole message" if len(kept) == len(error) else "its first part"
+        return (f"{shown}\n[the message was {len(error):,} characters; {whole} is in "
+                f"{GUEST_DIR}/{path}]")
+
+    def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        admitted = self._admit(msg)
+        if type(admitted) is dict:
+            return admitted
+        tool, arguments = admitted
+        started = time.monotonic()
+        is_async, handoff = tool.is_async, self._loop_calls
+        if handoff is not None and not is_async:
+            handoff.leave()  # a sync tool runs here with no running loop, as always
+        try:
+            if is_async:
+                value = (handoff or self._handoff()).call(tool.invoke, arguments,
+                                                          self._until(tool, started))
+            elif tool.timeout_s is not None or self.limits.tool_timeout_s is not None:
+                timeout = self._timeout(tool)
+                future = self._blocking = tool_executor().submit(_invoke_sync, tool, arguments,
+                                                                 self.loop)
+                try:
+                    value = future.result(timeout)
+                finally:
+                    self._blocking = None
+            else:
+                # A sync tool with no timeout of its own runs right here, on the guest's
+                # thread: the common case, kept free of closures and futures.
+                value = tool.invoke(arguments)
+                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    # a sync-looking callable's coroutine (LangChain's tools under ainvoke):
+                    # run as an async tool's is, its first step right here
+                    value = (handoff or self._handoff()).call(_same, value,
+                                                              self._until(tool, started))
+            value = to_json_value(value)
+        except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
+            return self._failed(tool, arguments, started, exc)
+        self._made.append((tool.name, arguments, time.monotonic() - started, True, None))
+        return {"ok": True, "value": value}
+
+    def _handoff(self) -> LoopHandoff:
+        handoff = self._loop_calls
+        if handoff is None:
+            handoff = self._loop_calls = LoopHandoff(self.loop or background_loop())
+        return handoff
+
+    def _start(self, msg: dict[str, Any]) -> dict[str, Any]:
+        admitted = self._admit(msg)
+        if isinstance(admitted, dict):
+            return admitted
+        tool, arguments = admitted
+        timeout = self._timeout(tool)
+        now = time.monotonic()
+        cid = next(self._ids)
+        self._started[cid] = _Started(tool, arguments, self._submit(tool, arguments, timeout),
+                                      now, None if timeout is None else now + timeout)
+        return {"ok": True, "id": cid}
+
+    def _wait(self, msg: dict[str, Any]) -> dict[str, Any]:
+        ids = [i for i in (msg.get("ids") or ()) if isinstance(i, int)]
+        unknown = [{"id": i, "ok": False, "error": "unknown call id"} for i in ids
+                   if i not in self._started]
+        waiting = {i: self._started[i] for i in ids if i in self._started}
+        if unknown or not waiting:
+            return {"done": unknown}
+        timeout = msg.get("timeout")
+        limit = float(timeout) if isinstance(timeout, (int, float)) else None
+        expiries = [s.expires for s in waiting.values() if s.expires is not None]
+        if expiries:
+            until = max(0.0, min(expiries) - time.monotonic())
+            limit = until if limit is None else min(limit, until)
+        cf.wait([s.future for s in waiting.values()], timeout=limit,
+                return_when=cf.FIRST_COMPLETED)
+        now = time.monotonic()
+        done = []
+        for cid, s in waiting.items():
+            expired = s.expires is not None and now >= s.expires
+            if s.future.done() or expired:
+                del self._started[cid]
+                if not s.future.done():
+                    s.future.cancel()
+                fn = s.future.result if s.future.done() and not s.future.cancelled() else _raise_timeout
+                done.append({"id": cid, **self._outcome(s.tool, s.arguments, s.started, fn)})
+        return {"done": done}
+
+    def close(self) -> None:
+        """The cell has ended: its task on the loop (if any) ends too."""
+        if self._loop_calls is not None:
+            self._loop_calls.close()
+
+    def cancel_all(self) -> None:
+        """From any thread: fail the calls still running; used when a cell is cancelled."""
+        self.cancelled = True
+        blocking = self._blocking
+        if blocking is not None:
+            blocking.cancel()
+        if self._loop_calls is not None:
+            self._loop_calls.cancel()
+        for started in list(self._started.values()):
+            started.future.cancel()
+
+
+def _raise_timeout() -> Any:
+    raise TimeoutError
+
+
+def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
+    value = tool.invoke(arguments)
+    return _resolve(value, loop) if inspect.isawaitable(value) else value
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _resolve(awaitable: Any, loop: Any) -> Any:
+    """The value of an awaitable a sync-looking callable returned, run on the tools' loop."""
+    return asyncio.run_coroutine_threadsafe(_await(awaitable), loop or background_loop()).result()
+
+
+async def _bounded(awaitable: Any, timeout: float | None) -> Any:
+    """`awaitable` under `timeout`; `asyncio.timeout` where there is one, since `wait_for`
+    would add a task to every call."""
+    if timeout is None:
+        return await awaitable
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(timeout):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+async def _await(value: Any) -> Any:
+    return await value

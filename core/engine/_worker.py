@@ -1,0 +1,418 @@
+"""One guest interpreter on its own thread, taking commands one at a time.
+
+The guest asks for work by sending a "ready" (or "done", carrying the last result) frame;
+the handler then blocks in the host until a command arrives. So between commands the
+guest's thread sleeps inside the host and costs no CPU.
+
+A turn-based runtime never parks inside the guest: the thread waits for a command out here
+and then runs one turn, in which the guest asks for the command, runs it, reports "done" and
+is told to "yield".
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import marshal
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from ..runtime import GuestSpec, GuestTrap, Runtime
+from ._boot import BOOT_SOURCE, SERVE, boot_answer, boot_reply
+from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
+from ._guest_code import guest_code
+from ._limits import Limits
+
+__all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all"]
+
+log = logging.getLogger("tooliscode")
+
+_RAW_OUTPUT_LIMIT = 64 * 1024
+MEMORY_GRACE_BYTES = 16 * 1024 * 1024
+"""How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
+_BETWEEN = "between-turns"
+STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
+                 "so its memory may be damaged: it is replaced before the next cell, and "
+                 "variables, functions and imports from earlier cells will be gone. Files in "
+                 "/session are kept.")
+"""A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
+
+
+class Requests(Protocol):
+    """What a command's context does with the guest's requests while the command runs (a
+    cell's tool calls). The engine needs nothing else of it, and imports no tool code."""
+
+    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]: ...
+
+
+ContextT = TypeVar("ContextT", bound=Requests)
+OpsHandler = Callable[[str, dict[str, Any], "Requests | None"], dict[str, Any]]
+"""Answers the requests that are not commands; gets the running command's context."""
+
+
+def check_memory(runtime: Runtime, limits: Limits) -> None:
+    if limits.memory_bytes < runtime.min_memory_bytes:
+        raise ValueError(
+            f"the {runtime.name!r} runtime needs Limits.memory_bytes of at least "
+            f"{runtime.min_memory_bytes // (1 << 20)} MiB to start a guest; "
+            f"{limits.memory_bytes // (1 << 20)} MiB was asked")
+
+
+_running: set[Worker] = set()
+"""Guests whose threads have not ended: exit waits for them (see `join_all`)."""
+
+
+def join_all(timeout: float) -> None:
+    """Shut down every guest and wait, `timeout` seconds in all, for their threads: each one
+    frees its instance and runs its clean-up (its folder) before the interpreter goes."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for worker in list(_running):
+        worker.shutdown(quick=True)
+    for worker in list(_running):
+        worker.join(max(0.05, deadline - time.monotonic()))
+
+
+class _Booted(threading.Event):
+    """`Worker.booted`: waiting for it starts a guest that waits for its first command."""
+
+    def __init__(self, worker: Worker):
+        super().__init__()
+        self._worker = worker
+
+    def wait(self, timeout: float | None = None) -> bool:
+        worker = self._worker
+        with worker._lock:
+            worker._start_thread()
+        return super().wait(timeout)
+
+
+class NotStarted(Exception):
+    """The guest died before it took this command; it may be sent to a new guest."""
+
+
+@dataclass
+class Command(Generic[ContextT]):
+    message: dict[str, Any]
+    timeout_s: float | None = None
+    context: ContextT | None = None
+    """What answers the guest's requests while this command runs (the cell's tool calls)."""
+    before: Callable[[], None] | None = None
+    """Run on the guest's thread just before the guest receives the command."""
+    on_change: Callable[[], None] | None = None
+    """Run before the command's first change to the session folder (by guest or tool)."""
+    future: cf.Future = field(default_factory=cf.Future)
+    raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+    notices: list[str] = field(default_factory=list)
+    """What the runtime refused while the command ran (a full folder)."""
+    _raw_size: int = 0
+
+    def add_raw(self, stream: str, data: bytes) -> None:
+        if self._raw_size < _RAW_OUTPUT_LIMIT:
+            chunk = data[: _RAW_OUTPUT_LIMIT - self._raw_size]
+            self.raw.setdefault(stream, []).append(chunk)
+            self._raw_size += len(chunk)
+
+    def raw_text(self, stream: str) -> str:
+        return b"".join(self.raw.get(stream, ())).decode("utf-8", "replace")
+
+
+class Worker:
+    """Owns one guest instance and the thread that runs it."""
+
+    def __init__(self, runtime: Runtime, workdir: Path, limits: Limits):
+        self.workdir = workdir
+        self._runtime = runtime
+        self.limits = limits
+        self._grace_given = False
+        self.ops: OpsHandler | None = None
+        self.death: GuestTrap | None = None
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._current: Command | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._held: Command | None = None
+        self._exiting = False
+        self._turns = runtime.turn_based
+        check_memory(runtime, limits)
+        self._code = guest_code(runtime)
+        self._ended = False
+        self.booted: threading.Event = _Booted(self)
+        """Set once the guest first waits for a command (or has died trying)."""
+        self._then: list[Callable[[], None]] = []
+        spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
+                         boot_source=runtime.transport_source + BOOT_SOURCE,
+                         disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
+                         boot_reply=boot_reply(self._code, True) if self._turns else None)
+        self.instance = runtime.instantiate(spec)
+        self.instance.handler = self._handle
+        self.instance.output = self._output
+        self.instance.on_change = self._changing
+        self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
+        self._started = False
+        _running.add(self)
+        if not self._turns:  # CPython boots now, ahead of the first command
+            with self._lock:
+                self._start_thread()
+
+    @property
+    def alive(self) -> bool:
+        return self.death is None and not self._closed
+
+    # -- any thread ---------------------------------------------------------------------
+
+    def submit(self, command: Command) -> cf.Future:
+        with self._lock:
+            if not self.alive:
+                command.future.set_exception(NotStarted("the guest is gone"))
+            else:
+                self._commands.put(command)
+                self._start_thread()
+        return command.future
+
+    def _start_thread(self) -> None:
+        """Start the guest's thread, once (hold `_lock`). A turn-based guest starts at its
+        first command: booting it costs next to nothing, and its thread then finds the command
+        waiting instead of going to sleep and being woken for it."""
+        if self._started:
+            return
+        self._started = True
+        stack = self._runtime.thread_stack
+        old_stack = threading.stack_size(stack) if stack else None
+        try:
+            self.thread.start()
+        finally:
+            if old_stack is not None:
+                threading.stack_size(old_stack)
+
+    def call(self, message: dict[str, Any], timeout: float | None = 60.0) -> Any:
+        """Submit a command and wait for its result (for setup and housekeeping)."""
+        return self.submit(Command(message)).result(timeout)
+
+    def between_turns(self, action: Callable[[Any], Any], timeout: float | None = 60.0) -> Any:
+        """Run `action(instance)` on the guest's thread between two turns of a turn-based
+        guest, and return what it returns: no wasm stack is live then, so the guest's linear
+        memory is its whole state (a snapshot reads it, a restore writes it)."""
+        return self.after_turn(action).result(timeout)
+
+    def after_turn(self, action: Callable[[Any], Any]) -> cf.Future:
+        """`between_turns`, without waiting: the future holds what `action` returns."""
+        if not self._turns:
+            raise RuntimeError("only a turn-based guest has a moment between turns")
+        return self.submit(Command({"op": _BETWEEN, "action": action}))
+
+    def _run_between(self, command: Command) -> None:
+        try:
+            command.future.set_result(command.message["action"](self.instance))
+        except BaseException as exc:  # noqa: BLE001 - the caller gets it; the guest lives on
+            command.future.set_exception(exc)
+
+    def configure(self, limits: Limits) -> Callable[[], None]:
+        """A `Command.before` hook that gives this guest `limits` (for adopted pool guests)."""
+        check_memory(self._runtime, limits)
+
+        def apply() -> None:
+            self.limits, self._grace_given = limits, False
+            self.instance.configure(limits.memory_bytes, limits.disk_bytes, limits.disk_entries)
+
+        return apply
+
+    def _after_memory_error(self) -> None:
+        """Once the guest has hit its memory limit, raise the limit a little, once: variables
+        may hold all of it, and without room the guest could not even run `del big`."""
+        if not self._grace_given:
+            self._grace_given = True
+            limits = self.limits
+            self.instance.configure(limits.memory_bytes + MEMORY_GRACE_BYTES, limits.disk_bytes,
+                                    limits.disk_entries)
+
+    def stop(self, reason: str) -> None:
+        """Make a running guest trap; it will take no more commands."""
+        self.instance.stop(reason)  # type: ignore[arg-type]
+        if self._turns:  # it may have yielded just now: then its thread waits out here
+            self._commands.put(Command({"op": "exit"}))
+            with self._lock:
+                self._start_thread()
+
+    def shutdown(self, then: Callable[[], None] | None = None, *, quick: bool = False) -> None:
+        """Ask the guest to exit, without waiting: its thread frees the instance and then
+        runs `then` (removing the session folder, say) once the guest is really gone.
+
+        `quick` stops the guest instead of letting CPython finalize, which would only flush
+        files into a folder that `then` deletes anyway."""
+        with self._lock:
+            if then is not None:
+                self._then.append(then)
+            if not self._closed:
+                self._closed = True
+                self._commands.put(Command({"op": "exit"}, before=(
+                    (lambda: self.instance.stop("abandoned")) if quick else None)))
+                if self._current is not None or self._held is not None:
+                    self.instance.stop("abandoned")  # a running cell ends now, not after
+                self._start_thread()  # even a guest never used frees its instance there
+            ended = self._ended
+        if ended:
+            self._run_then()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the guest's thread has ended (after `shutdown`); stop it if it has not
+        by then. True when it ended."""
+        with self._lock:
+            if not self._started:  # never given a command, nor shut down
+                return False
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                self.instance.stop("abandoned")
+                self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def _run_then(self) -> None:
+        with self._lock:
+            actions, self._then = self._then, []
+        for action in actions:
+            try:
+                action()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: cleaning up after a guest failed")
+
+    # -- the guest's thread -------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            if self._turns:
+                self._serve_turns()
+            else:
+                self.instance.run()
+            self.death = GuestTrap("exit", "the interpreter exited")
+        except GuestTrap as trap:
+            self.death = trap
+        except BaseException as exc:  # noqa: BLE001
+            log.exception("tooliscode: guest thread failed")
+            self.death = GuestTrap("crash", f"the guest failed: {exc}")
+        finally:
+            with self._lock:
+                self._closed = True
+                current, self._current = self._current, None
+                held, self._held = self._held, None
+            try:
+                self.instance.close()
+            except Exception:  # noqa: BLE001
+                log.exception("tooliscode: closing the instance failed")
+            self.booted.set()
+            with self._lock:
+                self._ended = True
+            _running.discard(self)
+            self._run_then()  # before the waiters hear of the end: the folder is gone by then
+            if current is not None and not current.future.done():
+                current.future.set_exception(self.death)
+            if held is not None and not held.future.done():
+                held.future.set_exception(NotStarted("the guest died first"))
+            while True:
+                try:
+                    pending = self._commands.get_nowait()
+                except queue.Empty:
+                    break
+                if not pending.future.done():
+                    pending.future.set_exception(NotStarted("the guest died first"))
+
+    def _serve_turns(self) -> None:
+        self.instance.run()  # boot: the guest sets up and returns
+        while not self._exiting:
+            command, self._held = self._held, None  # one the last turn left for after it
+            if command is None:
+                command = self._commands.get()  # no wasm stack is live while we wait
+            if command.message.get("op") == "exit":
+                return
+            if command.message.get("op") == _BETWEEN:
+                self._run_between(command)
+                continue
+            self._held = command
+            self.instance.turn(SERVE)
+
+    def _take(self) -> Command | None:
+        """The next command for the guest; None tells a turn-based guest to yield."""
+        if not self._turns:
+            return self._commands.get()
+        command, self._held = self._held, None
+        if command is None:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return None
+        if command.message.get("op") == "exit":
+            self._exiting = True
+            return None
+        if command.message.get("op") == _BETWEEN:  # runs once this turn has ended
+            self._held = command
+            return None
+        return command
+
+    def _changing(self) -> None:
+        current = self._current
+        if current is not None and current.on_change is not None:
+            current.on_change()
+
+    def _output(self, stream: str, data: bytes) -> None:
+        current = self._current
+        if current is not None:
+            current.add_raw(stream, data)
+
+    def _handle(self, frame: bytes) -> bytes:
+        if frame == EMPTY_FRAME:  # the bare crossing, measured by the benchmarks
+            return EMPTY_ANSWER
+        try:
+            msg = parse_frame(frame)
+            if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
+                raise ValueError("a request must be a JSON object with a string 'op'")
+            reply = self._dispatch(msg)
+        except Exception as exc:  # noqa: BLE001 - frames are untrusted input
+            reply = {"ok": False, "kind": "protocol", "error": f"bad request to the host: {exc}"}
+        try:
+            return marshal.dumps(reply)
+        except (ValueError, TypeError) as exc:
+            return marshal.dumps({"ok": False, "kind": "protocol",
+                                  "error": f"the host could not encode its answer: {exc}"})
+
+    def _dispatch(self, msg: dict[str, Any]) -> Any:
+        op = msg["op"]
+        if op in ("ready", "done"):
+            return self._next(msg.get("result") if op == "done" else None)
+        if op == "boot":
+            return boot_answer(self._code, self._turns)
+        if self.ops is None:
+            return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
+        current = self._current
+        return self.ops(op, msg, None if current is None else current.context)
+
+    def _next(self, result: Any) -> dict[str, Any]:
+        self.booted.set()
+        current, self._current = self._current, None
+        if isinstance(result, dict) and result.get("error_type") == "MemoryError":
+            self._after_memory_error()
+        overran = self.instance.overran_stack()
+        if current is not None and not current.future.done():
+            current.notices.extend(self.instance.take_notices())
+            if overran:
+                current.notices.append(STACK_OVERRUN)
+            current.future.set_result(result if isinstance(result, dict) else {})
+        self.instance.disarm()
+        if overran:  # the next command goes to a new guest (`alive` is False from now)
+            with self._lock:
+                self._closed = True
+            self.instance.stop("stack")
+            return {"op": "exit"}
+        command = self._take()
+        if command is None:
+            return {"op": "yield"}
+        self._current = command
+        if command.before is not None:
+            command.before()
+        if command.message.get("op") == "cell":
+            self.instance.arm(command.timeout_s)
+        return command.message

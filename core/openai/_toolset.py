@@ -1,0 +1,228 @@
+"""`ToolIsCode`: code mode for the raw OpenAI APIs (Responses and Chat Completions).
+
+    tic = ToolIsCode(tools, callback)
+    response = client.responses.create(model=..., tools=tic.tools,
+                                       instructions=tic.instructions, input=...)
+    outputs = [tic.tool_call(item) for item in response.output if item.type == "function_call"]
+
+The model sees one tool, `run_python`; its code calls the real tools, which run here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._closing import Closing
+from ..codetool import CodeTool, Outcome, Reply, Sandbox, Toolbox
+from ..durable import Keeper, SessionStore
+from ..engine import CellResult, Limits, Session
+from ..prompt import (
+    CODE_TOOL_NAME,
+    CODE_TOOL_SCHEMA,
+    LLM_QUERY_NOTE,
+    code_tool_description,
+    instructions,
+    responses_output,
+)
+from ..runtime import Runtime, python_note
+from ..tools import Tool, ToolRegistry, as_tool
+from ._callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
+from ._tool_call import Api, CodeCall, parse_call
+
+__all__ = ["ToolIsCode", "ToolOutput"]
+
+
+class ToolOutput(dict, Outcome):
+    """The item to send back to the model (to the API it is a plain dict), plus what ran.
+
+    `has_final` says the code called `final_answer(value)`: `final` is then the answer and
+    the caller can stop without another model turn.
+    """
+
+    def __init__(self, item: Mapping[str, Any], result: CellResult | None = None):
+        super().__init__(item)
+        self.result = result
+
+    @property
+    def text(self) -> str:
+        """What the model reads (besides any images)."""
+        output = self.get("output", self.get("content", ""))
+        if isinstance(output, list):
+            return "".join(p.get("text", "") for p in output if isinstance(p, dict))
+        return str(output)
+
+
+def _output(call: CodeCall, reply: Reply) -> ToolOutput:
+    """The output item of a run: on Responses, the text and each figure as an `input_image`
+    (Chat Completions tool messages carry text only; the text lists the files)."""
+    item = call.output(reply.text)
+    if reply.images and call.api == "responses":
+        item["output"] = responses_output(reply.text, reply.images)
+    return ToolOutput(item, reply.result)
+
+
+def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
+    """Function tools, and the other tools (web search, file search, ...) passed through."""
+    function_tools: list[Tool] = []
+    passthrough: list[dict[str, Any]] = []
+    for item in tools:
+        if isinstance(item, Mapping) and item.get("type", "function") != "function":
+            passthrough.append(copy.deepcopy(dict(item)))
+        else:
+            function_tools.append(as_tool(item))
+    return function_tools, passthrough
+
+
+class ToolIsCode(Closing):
+    """An agent's tools as one code tool, with a stateful sandbox per conversation.
+
+    `tools` may be callables, `Tool`s, or OpenAI tool dicts (either API's shape). Function
+    tools without a callable of their own run through `callback(req_id, func_name, args)`
+    (sync or async), where `req_id` is the model's call id and a counter, e.g. `call_7:2`.
+    Non-function tools pass through to `.tools` untouched. Given `llm` (a prompt -> text
+    callable), code can call `llm_query(prompt)`.
+
+    One instance is one conversation unless you pass `key=` (a conversation id) to
+    `tool_call`; keyed sessions idle for `idle_timeout_s` are closed, and at most
+    `max_sessions` are kept.
+    """
+
+    def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
+                 llm: LLM | None = None, api: Api = "responses", name: str = CODE_TOOL_NAME,
+                 limits: Limits | None = None, runtime: Runtime | str | None = None,
+                 workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
+                 max_sessions: int | None = None, catalog_chars: int = 6_000,
+                 describe_names: bool = True, store: SessionStore | Keeper | None = None):
+        if api not in ("responses", "chat"):
+            raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
+        self.api: Api = api
+        self.name = name
+        self.limits = limits or Limits()
+        self._callback = callback
+        self._llm = llm
+        self._tools, self._passthrough = _split(tools)
+        self.registry = ToolRegistry(self._tools)
+        """The tools the model is told about (`llm_query` is not counted among them)."""
+        unbound = [t.name for t in self._tools if t.function is None]
+        if unbound and callback is None:
+            raise ValueError(f"tools {', '.join(unbound[:5])} have no function: pass "
+                             "callback=fn(req_id, func_name, args) to run them")
+        if llm is not None and LLM_TOOL_NAME in self.registry:
+            raise ValueError(f"a tool is already named {LLM_TOOL_NAME!r}; rename it to use llm=")
+        self._inner = frozenset(t.name for t in self._tools) | frozenset(
+            t.python_name for t in self._tools)
+        self._catalog_chars = catalog_chars
+        self._instructions: str | None = None
+        self.code_tool = CodeTool(Toolbox(self._bind), limits=self.limits, runtime=runtime,
+                             workdir=workdir, describe_names=describe_names,
+                             idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
+                             store=store)
+        """The conversations' sandboxes: what runs the code."""
+
+    # -- what the model is given --------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool list for the API chosen with `api=` (Responses by default)."""
+        return self.tools_for(self.api)
+
+    def tools_for(self, api: Api) -> list[dict[str, Any]]:
+        """The code tool in `api`'s shape, followed by the passed-through non-function tools."""
+        body = {"name": self.name, "description": code_tool_description(self.registry, self.name),
+                "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True}
+        code_tool = {"type": "function", "function": body} if api == "chat" else {
+            "type": "function", **body}
+        return [code_tool, *copy.deepcopy(self._passthrough)]
+
+    @property
+    def llm(self) -> LLM | None:
+        """The model callable behind `llm_query` in the sandbox, if one was given."""
+        return self._llm
+
+    @property
+    def instructions(self) -> str:
+        """The system prompt part: how to use the code tool, and the tool catalog."""
+        if self._instructions is None:
+            notes = [LLM_QUERY_NOTE] if self._llm is not None else []
+            self._instructions = instructions(self.registry, self.name, self._catalog_chars,
+                                              notes=notes, python=python_note(self.runtime))
+        return self._instructions
+
+    @property
+    def runtime(self) -> Runtime | None:
+        return self.code_tool.runtime
+
+    @property
+    def workdir(self) -> Path | None:
+        return self.code_tool.workdir
+
+    # -- running calls ------------------------------------------------------------------------
+
+    def tool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
+        """Run one call of the code tool and return the output item to send back.
+
+        `item` is a Responses `function_call` item or a Chat Completions tool call, as a dict
+        or an openai SDK object; the answer has the same API's shape. Mistakes the model made
+        (bad JSON, another tool's name, no code) come back as outputs, never as exceptions.
+        """
+        call = parse_call(item, self.name, self._inner)
+        if call.code is None:
+            return ToolOutput(call.output(f"[error] {call.problem}"))
+        reply = self.run_code(call.code, key=key, call_id=call.call_id)
+        return _output(call, reply)
+
+    async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
+        """`tool_call` for async code: async tools and callbacks run on the running loop."""
+        call = parse_call(item, self.name, self._inner)
+        if call.code is None:
+            return ToolOutput(call.output(f"[error] {call.problem}"))
+        reply = await self.arun_code(call.code, key=key, call_id=call.call_id)
+        return _output(call, reply)
+
+    def run_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+        """Run `code` in conversation `key`'s session, without an API's call shape;
+        `callback` tools get request ids made from `call_id`."""
+        return self.code_tool.run_code(code, key=key, context=CallIds(call_id))
+
+    async def arun_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+        """`run_code` for async code."""
+        return await self.code_tool.arun_code(code, key=key, context=CallIds(call_id))
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _bind(self, sandbox: Sandbox) -> list[Tool]:
+        """The session's tools: callback tools ask the running cell's `CallIds` for ids."""
+        def request_id() -> str:
+            ids = sandbox.context
+            return ids.next() if isinstance(ids, CallIds) else "call"
+
+        tools: list[Tool] = [bind_callback(t, self._callback, request_id)
+                             if t.function is None and self._callback is not None else t
+                             for t in self._tools]
+        if self._llm is not None:
+            tools.append(llm_tool(self._llm))
+        return tools
+
+    def session(self, key: Hashable = None) -> Session:
+        """The live session for `key` (made now if there is none), e.g. to read its files."""
+        return self.code_tool.session(key)
+
+    @property
+    def keys(self) -> list[Hashable]:
+        """The conversation keys with a live session."""
+        return self.code_tool.keys
+
+    def drop(self, key: Hashable = None) -> bool:
+        """Close one conversation's session now; its next call starts a fresh one."""
+        return self.code_tool.drop(key)
+
+    def evict_idle(self) -> list[Hashable]:
+        """Close the keyed sessions idle too long now (it also happens on every call)."""
+        return self.code_tool.evict_idle()
+
+    def close(self) -> None:
+        """Close every session."""
+        self.code_tool.close()

