@@ -59,11 +59,12 @@ _SLACK = 1_000
 """Room for the cut markers the guest adds, when its texts are checked against the limits."""
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    """Names the guest listed, bounded here too: a cell's code could forge the report."""
+def _names(value: Any, chars: int = _NAME_CHARS) -> tuple[str, ...]:
+    """Names (or notes) the guest listed, bounded here too: a cell's code could forge the
+    report."""
     if not isinstance(value, list):
         return ()
-    return tuple(v[:_NAME_CHARS] for v in value[:_MAX_NAMES] if isinstance(v, str))
+    return tuple(v[:chars] for v in value[:_MAX_NAMES] if isinstance(v, str))
 
 
 def _described(value: Any) -> dict[str, str]:
@@ -123,7 +124,7 @@ def _images(report: dict[str, Any], workdir: Path, limits: Limits,
     """The PNGs the guest says it saved, read here and checked again: the report could name
     any file in the folder, and a cell can rewrite a file after it was saved."""
     notes = report.get("figure_notes")
-    notices.extend(n[:_NOTE_CHARS] for n in _names(notes)[:MAX_FIGURES * 2])
+    notices.extend(_names(notes, _NOTE_CHARS)[:MAX_FIGURES * 2])
     listed = report.get("images")
     found: dict[str, CellImage] = {}
     cap = limits.image_bytes if limits.image_bytes is not None else _UNLIMITED_IMAGE_BYTES

@@ -38,7 +38,6 @@ WASM_STACK = 2 << 20
 """wasmtime's own stack for wasm frames (its default is 512 KiB; 2 MiB is as far as it goes
 without async stacks): recursion CPython does not count, such as hashing a deeply nested
 tuple, goes as deep as natively before it traps. The guest's thread gets four times that."""
-_ENGINE_FLAGS = "epoch_interruption,max_wasm_stack=2MiB,stack_pointer_export"
 
 _TRANSPORT = f'''
 import _socket, struct as _struct
@@ -143,6 +142,8 @@ class WasmtimeRuntime(WasmtimeRuntimeBase):
 
     name = "wasmtime-wasi"
     thread_stack = 4 * WASM_STACK
+    engine_flags = "epoch_interruption,max_wasm_stack=2MiB,stack_pointer_export"
+    """What its compiled module depends on besides the wasm file (the cache entry's key)."""
 
     def __init__(self, wasm: str | Path | WasmFile | None = None, *,
                  expected_sha256: str | None = None, tick_s: float = 0.005):
@@ -151,7 +152,7 @@ class WasmtimeRuntime(WasmtimeRuntimeBase):
         config.epoch_interruption = True
         config.max_wasm_stack = WASM_STACK
         self.engine = wasmtime.Engine(config)
-        self.module = load_module(self.engine, self.wasm, flags=_ENGINE_FLAGS,
+        self.module = load_module(self.engine, self.wasm, flags=self.engine_flags,
                                   transform=export_stack_pointer)
         self.forwarded = FORWARDED
         self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
