@@ -211,3 +211,10 @@ def test_help_on_a_five_megabyte_description(tic):
     assert len(text) < BOUND and "def big_doc() -> int:" in text
     saved_whole(tic, text, "stdout")
     still_answers(tic)
+
+
+def test_output_written_straight_to_the_descriptor(tic):
+    text, r = run(tic, "import os\nfor _ in range(4):\n    os.write(1, b'r' * 30_000)")
+    assert r.ok and len(r.stdout) < LIMIT + 200 and len(text) < BOUND
+    assert any("written straight to its descriptor" in n for n in r.notices), r.notices
+    still_answers(tic)

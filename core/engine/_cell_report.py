@@ -105,13 +105,25 @@ def _bounded(report: dict[str, Any], name: str, limit: int | None, cuts: list[st
     return text
 
 
-def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
-    """The stream's text; when the guest cut it, the notice saying so is added to `cuts`."""
+def _raw(command: Command, name: str, limit: int | None, cuts: list[str]) -> str:
+    """What the guest wrote straight to the stream's descriptor (C code, `os.write`), which
+    no `Capture` saw: cut here to the same limit."""
+    raw = command.raw_text(name)
+    if limit is not None and len(raw) > limit:
+        cuts.append(f"{name} written straight to its descriptor was {len(raw):,} characters "
+                    "or more; the middle was cut and not saved.")
+        raw = clip(raw, limit)
+    return raw
+
+
+def _stream(report: Any, command: Command, name: str, limit: int | None,
+            cuts: list[str]) -> str:
+    """The stream's text; when it was cut, the notice saying so is added to `cuts`."""
     info = report if isinstance(report, dict) else {}
     note = _cut_note(name, info)
     if note:
         cuts.append(note)
-    return _str(info.get("text")) + command.raw_text(name)
+    return _str(info.get("text")) + _raw(command, name, limit, cuts)
 
 
 _NOTE_CHARS = 500
@@ -172,8 +184,8 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
         notices.append(restart_notice(lost))
     cuts: list[str] = []
     limits = cell.calls.limits
-    stdout = _stream(report.get("stdout"), command, "stdout", cuts)
-    stderr = _stream(report.get("stderr"), command, "stderr", cuts)
+    stdout = _stream(report.get("stdout"), command, "stdout", limits.output_chars, cuts)
+    stderr = _stream(report.get("stderr"), command, "stderr", limits.output_chars, cuts)
     ok = report.get("ok") is True
     value = _bounded(report, "value", limits.value_chars, cuts) \
         if isinstance(report.get("value"), str) else None
@@ -215,8 +227,10 @@ def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits
     notice = restart_notice(lost)
     extra: list[str] = []
     written = _written(cell, extra)
+    stdout = _raw(command, "stdout", limits.output_chars, extra)
+    stderr = _raw(command, "stderr", limits.output_chars, extra)
     return CellResult(
-        ok=False, stdout=command.raw_text("stdout"), stderr=command.raw_text("stderr"),
+        ok=False, stdout=stdout, stderr=stderr,
         error=f"{head} {notice}", error_type={"timeout": "TimeoutError", "stack": "RecursionError",
                                               "cancelled": "CancelledError"}.get(trap.reason,
                                                                                  "GuestCrash"),
