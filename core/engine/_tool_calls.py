@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ToolError
-from ..guest import MESSAGE_SHARE, clip, to_json_value
+from ..guest import clip, message_chars, to_json_value
 from ..runtime import GUEST_DIR
 from ..tools import Tool, ToolRegistry, describe_validation_error
 from ._daemon_threads import DaemonThreads
@@ -190,10 +190,11 @@ class CellCalls:
         """A tool's message no longer than the share of the output limit a message keeps in a
         traceback: past that, its head and tail and where the whole of it was saved. Cut
         here, so that megabytes never cross to the guest."""
-        limit = self.limits.output_chars
-        if limit is None or len(error) <= max(200, limit // MESSAGE_SHARE):
+        if self.limits.output_chars is None:
             return error
-        limit = max(200, limit // MESSAGE_SHARE)
+        limit = message_chars(self.limits.output_chars)
+        if len(error) <= limit:
+            return error
         shown = clip(error, limit)
         if self.workdir is None:
             return shown

@@ -13,11 +13,11 @@ from importlib import resources
 
 from .capture import clip
 from .convert import to_json_value
-from .errors import MESSAGE_SHARE
+from .errors import message_chars
 from .figures import MAX_FIGURES, png_size
 from .validate import problem, resolve
 
-__all__ = ["GUEST_MODULES", "MAX_FIGURES", "MESSAGE_SHARE", "clip", "guest_sources", "png_size",
+__all__ = ["GUEST_MODULES", "MAX_FIGURES", "clip", "guest_sources", "message_chars", "png_size",
            "problem", "resolve", "to_json_value"]
 
 GUEST_PACKAGE = "tooliscode_guest"

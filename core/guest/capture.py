@@ -47,7 +47,7 @@ class Capture:
         self.spill_full = False
 
     @property
-    def cut(self) -> bool:
+    def overflowed(self) -> bool:
         """True once more than `limit` characters were written: only head and tail are kept."""
         return bool(self._head_room)
 

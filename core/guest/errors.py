@@ -9,6 +9,7 @@ session folder.
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 from .capture import Capture, clip
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
     from .tracebacks import Cuts
 
-__all__ = ["GUEST_PREFIX", "MESSAGE_SHARE", "OUT_OF_MEMORY", "describe_failure", "format_error", "sandbox_hint",
+__all__ = ["GUEST_PREFIX", "OUT_OF_MEMORY", "message_chars", "describe_failure", "format_error", "sandbox_hint",
            "remember_source", "sources", "set_python_note"]
 
 GUEST_PREFIX = "<tooliscode>/"
@@ -51,12 +52,16 @@ _HINTS = {
 _SITE_ADVICE = ". Site initialization is disabled"
 """How CPython 3.15 starts its advice for a missing module: site-packages and virtual
 environments, neither of which the code can do anything about here."""
-MESSAGE_SHARE = 4
-"""Past the limit, each message keeps at most 1/4 of it, so several fit beside the frames."""
 
 
 OUT_OF_MEMORY = "MemoryError\n[sandbox] " + _HINTS["memory"] + "\n"
 """Built in advance: when memory is gone, there may be none left to build it with."""
+
+
+def message_chars(limit: int) -> int:
+    """How much of one message a traceback longer than `limit` keeps: a quarter of it, so
+    that several messages fit beside the frames. A tool's message is cut to it on the host."""
+    return max(200, limit // 4)
 
 
 def set_python_note(note: str | None) -> None:
@@ -156,12 +161,10 @@ def _trim(te: traceback.TracebackException, exc: BaseException | None, cuts: Cut
     at = next((i for i, f in enumerate(frames) if f is mark), None) if cut else None
     te.stack = _cut_stack(frames, at, cut[1]) if at is not None and cut else \
         type(te.stack).from_list(frames)
-    members = getattr(te, "exceptions", None) or ()
-    originals = getattr(exc, "exceptions", None) or ()
-    for nested, original in (
-            (te.__cause__, getattr(exc, "__cause__", None)),
-            (te.__context__, getattr(exc, "__context__", None)),
-            *zip(members, [*originals, *[None] * (len(members) - len(originals))])):
+    members = itertools.zip_longest(getattr(te, "exceptions", None) or (),
+                                    getattr(exc, "exceptions", None) or ())
+    for nested, original in ((te.__cause__, getattr(exc, "__cause__", None)),
+                             (te.__context__, getattr(exc, "__context__", None)), *members):
         if nested is not None:
             _trim(nested, original, cuts, seen)
 
@@ -230,10 +233,10 @@ def format_error(exc: BaseException, out: Capture) -> dict[str, Any]:
             cuts.undo()
         hint = sandbox_hint(exc)
         _write(te, out, hint)
-        if not out.cut or out.limit is None:
+        if not out.overflowed or out.limit is None:
             return out.result()
         whole = out.result()
-        _clip_messages(te, max(200, out.limit // MESSAGE_SHARE), set())
+        _clip_messages(te, message_chars(out.limit), set())
         short = Capture(out.name, out.limit, None, 0)
         _write(te, short, hint)
         text = short.result()["text"]
