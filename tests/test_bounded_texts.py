@@ -192,7 +192,7 @@ def test_a_hundred_thousand_names(tic):
 def test_thousands_of_files_written(tic):
     """Past 5,000 files the folder is not compared further (100,000 behave the same; making
     them takes this machine 20 s)."""
-    text, r = run(tic, "make_files(n=6_000)")
+    text, r = run(tic, "make_files(n=5_100)")
     assert r.ok and len(text) < 3_000
     assert "[files written in /session]" in text and re.search(r"and [\d,]+ more", text)
     assert any("more than 5,000 files" in n for n in r.notices)

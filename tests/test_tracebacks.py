@@ -140,6 +140,7 @@ def test_syntax_errors_found_by_the_compiler_show_their_line(session, code, line
 
 
 def test_a_missing_package_is_told_as_the_sandbox_has_it(session):
+    session.run("keep = 'kept'")
     r = session.run("import nosuchmod")
     assert r.error_type == "ModuleNotFoundError"
     assert "Site initialization" not in r.error and "virtual environment" not in r.error
@@ -149,6 +150,7 @@ def test_a_missing_package_is_told_as_the_sandbox_has_it(session):
     if session.runtime.name == "data":
         r = session.run("import numpy.nosuchmod")  # the package is here: Python's words do
         assert "No module named 'numpy.nosuchmod'" in r.error and "[sandbox]" not in r.error
+    assert session.run("keep").value == "'kept'"
 
 
 def test_the_host_is_a_cpython_with_the_caret_format():
