@@ -15,22 +15,23 @@ import functools
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._closing import Closing
 from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
-from ..engine import KeyedSessions, Limits, Session
+from ..engine import Decision, KeyedSessions, Limits, Session
 from ..errors import SessionClosed, SnapshotError
 from ..prompt import EVICTED, failed_to_run, noted, render
 from ..runtime import Runtime
 from ..tools import Tool, ToolRegistry
 from ._background import submit
+from ._pauses import EXPIRED, GONE, PausedRuns, PauseRecord, record_key
 from ._reply import Reply
 from ._runs import Runs
 from ._sandbox import Sandbox, Toolbox
-from ._steps import Blocking, Hold, RunCell, Steps, adrive, drive
+from ._steps import Blocking, Hold, ResumeCell, RunCell, Steps, adrive, drive
 
 __all__ = ["CodeTool"]
 
@@ -70,26 +71,39 @@ class CodeTool(Closing):
             self._conversation, idle_s=idle_timeout_s, max_sessions=max_sessions,
             evict=_close_later)
         self._runs = Runs(functools.partial(self._sandbox, renewable=True), keep_spare)
+        self._paused_runs = PausedRuns()
 
     # -- running code -------------------------------------------------------------------------
 
     def run_code(self, code: str, *, key: Hashable = None, context: Any = None,
-                 tools: Toolbox | None = None, sandbox: Sandbox | None = None) -> Reply:
+                 tools: Toolbox | None = None, sandbox: Sandbox | None = None,
+                 call_id: str | None = None,
+                 decisions: Mapping[str, Decision] | None = None) -> Reply:
         """Run `code` in conversation `key`'s sandbox (or in `sandbox`, a run's own).
 
         `context` is what the cell's tools read as `sandbox.context` while it runs. A failure
         of the sandbox itself comes back as a reply without a result; a closed code tool or
         sandbox raises `SessionClosed`.
+
+        `call_id` names the model's call of the code tool: the cell's calls are
+        `<call_id>:<n>`, and a cell that pauses at calls waiting for decisions answers with
+        `reply.paused`. Calling again with the same `call_id` and `decisions` continues it:
+        parked in this process, or run again from the state before it (with a store) in any.
         """
-        return drive(self._steps(code, key, context, tools or self.toolbox, sandbox))
+        return drive(self._steps(code, key, context, tools or self.toolbox, sandbox, call_id,
+                                 decisions))
 
     async def arun_code(self, code: str, *, key: Hashable = None, context: Any = None,
-                        tools: Toolbox | None = None, sandbox: Sandbox | None = None) -> Reply:
+                        tools: Toolbox | None = None, sandbox: Sandbox | None = None,
+                        call_id: str | None = None,
+                        decisions: Mapping[str, Decision] | None = None) -> Reply:
         """`run_code` for async callers: async tools run on the running loop."""
-        return await adrive(self._steps(code, key, context, tools or self.toolbox, sandbox))
+        return await adrive(self._steps(code, key, context, tools or self.toolbox, sandbox,
+                                        call_id, decisions))
 
     def _steps(self, code: str, key: Hashable, context: Any, toolbox: Toolbox,
-               own: Sandbox | None) -> Steps[Reply]:
+               own: Sandbox | None, call_id: str | None = None,
+               decisions: Mapping[str, Decision] | None = None) -> Steps[Reply]:
         if own is None:
             sandbox, evicted = self._conversations.acquire(key)
         else:
@@ -109,10 +123,24 @@ class CodeTool(Closing):
                         notices.append((yield Blocking(self._resume, (sandbox, call, toolbox))))
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
-                result = yield RunCell(sandbox.enter(context), code)
+                session = sandbox.enter(context)
+                step = yield Blocking(self._cell_step, (session, code, call_id, decisions, call))
+                if isinstance(step, str):  # nothing to continue: nothing runs
+                    return Reply(noted(step, notices))
+                result = yield step
                 if call is not None:  # stored before the answer goes (`Keeper.save`)
                     done, call = call, None
-                    notices.append((yield Blocking(self.keeper.commit, (done, sandbox.session))))
+                    if result.paused and call_id is not None:
+                        yield Blocking(self.keeper.pause, (done, record_key(done.key, call_id),
+                                                           PauseRecord(session.paused_log(),
+                                                                       done.version).to_bytes()))
+                    else:
+                        notices.append((yield Blocking(self.keeper.commit, (done, session))))
+                        if isinstance(step, RunCell) and step.log is not None:
+                            yield Blocking(self.keeper.store.delete,
+                                           (record_key(done.key, step.log.outer_id),))
+                elif own is not None and result.paused and call_id is not None:
+                    self._paused_runs.keep(call_id, own, session.limits.pause_s)
             finally:
                 sandbox.context = None
                 if call is not None:  # the cell did not finish: store what there is
@@ -127,6 +155,33 @@ class CodeTool(Closing):
             if own is None:
                 self._conversations.release(key)
         return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
+
+    def _cell_step(self, session: Session, code: str, call_id: str | None,
+                   decisions: Mapping[str, Decision] | None, call: Call | None
+                   ) -> RunCell | ResumeCell | str:
+        """How to run this call: a new cell, the paused one continued where it waits (this
+        process) or run again from its record (the store), or an error when there is nothing
+        to continue."""
+        if call_id is not None and session.paused_for == call_id:
+            return ResumeCell(session, decisions or {})
+        if decisions is None:
+            return RunCell(session, code, call_id)
+        if call is None or call.unreachable is not None or self.keeper is None:
+            return GONE
+        data = self.keeper.store.get(record_key(call.key, call_id or ""))
+        if data is None:
+            return GONE
+        record = PauseRecord.from_bytes(data)
+        if record.expired:
+            return EXPIRED
+        if record.base != call.version or record.log.code != code:
+            return GONE
+        return RunCell(session, code, call_id, record.log, decisions)
+
+    def paused_run(self, call_id: str) -> Sandbox | None:
+        """The sandbox of a run whose cell paused in code tool call `call_id`, for the run
+        that continues it (it is that run's sandbox from now on)."""
+        return self._paused_runs.take(call_id)
 
     def _resume(self, sandbox: Sandbox, call: Call, toolbox: Toolbox) -> str | None:
         """Bring the sandbox up to the store's version of the conversation (another worker
@@ -187,7 +242,10 @@ class CodeTool(Closing):
 
     def finish(self, sandbox: Sandbox, tools: Toolbox | None = None) -> None:
         """A run ended: close its sandbox on another thread and, with `keep_spare`, start
-        the next run's with `tools`; a sandbox no code ran in becomes that spare itself."""
+        the next run's with `tools`; a sandbox no code ran in becomes that spare itself. A
+        sandbox whose cell is paused is kept for the run that continues it (`paused_run`)."""
+        if self._paused_runs.holds(sandbox):
+            return
         self._runs.finish(sandbox, tools)
 
     @property
@@ -196,7 +254,11 @@ class CodeTool(Closing):
         return self._runs.spare
 
     def close(self) -> None:
-        """Close every sandbox: the conversations' and the spare."""
+        """Close every sandbox: the conversations', the paused runs' and the spare (after the
+        saves of a store are done)."""
+        if self.keeper is not None:
+            self.keeper.settle()
+        self._paused_runs.close()
         self._runs.close()
         self._conversations.close()
 

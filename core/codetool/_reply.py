@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import CellImage, CellResult
+from ..engine import CellImage, CellResult, PendingCall
 
 __all__ = ["Outcome", "Reply"]
 
@@ -29,6 +29,12 @@ class Outcome:
     def final(self) -> Any:
         """The value the code passed to `final_answer`, if it did."""
         return self.result.final if self.result is not None else None
+
+    @property
+    def paused(self) -> tuple[PendingCall, ...]:
+        """The calls the cell waits on, when it paused for decisions (continue it with
+        `run_code(..., call_id=..., decisions=...)`)."""
+        return self.result.paused if self.result is not None else ()
 
     @property
     def images(self) -> tuple[CellImage, ...]:

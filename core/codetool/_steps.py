@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..engine import CellResult, Session
+from ..engine import CellLog, CellResult, Decision, Session
 from ._background import acquire
 
-__all__ = ["Blocking", "Hold", "RunCell", "Step", "Steps", "adrive", "drive"]
+__all__ = ["Blocking", "Hold", "ResumeCell", "RunCell", "Step", "Steps", "adrive", "drive"]
 
 T = TypeVar("T")
 
@@ -52,19 +52,43 @@ class Blocking:
 
 @dataclass(frozen=True)
 class RunCell:
-    """Run `code` in `session`: async tools then run on the caller's loop."""
+    """Run `code` in `session`: async tools then run on the caller's loop. `call_id`, `log`
+    and `decisions` as for `Session.run`."""
 
     session: Session
     code: str
+    call_id: str | None = None
+    log: CellLog | None = None
+    decisions: Mapping[str, Decision] | None = None
 
     def run(self) -> CellResult:
-        return self.session.run(self.code)
+        if self.call_id is None and self.log is None:
+            return self.session.run(self.code)
+        return self.session.run(self.code, call_id=self.call_id, log=self.log,
+                                decisions=self.decisions)
 
     async def arun(self) -> CellResult:
-        return await self.session.arun(self.code)
+        if self.call_id is None and self.log is None:
+            return await self.session.arun(self.code)
+        return await self.session.arun(self.code, call_id=self.call_id, log=self.log,
+                                       decisions=self.decisions)
 
 
-Step = Hold | Blocking | RunCell
+@dataclass(frozen=True)
+class ResumeCell:
+    """Continue the cell paused in `session` with `decisions`."""
+
+    session: Session
+    decisions: Mapping[str, Decision]
+
+    def run(self) -> CellResult:
+        return self.session.resume(self.decisions)
+
+    async def arun(self) -> CellResult:
+        return await self.session.aresume(self.decisions)
+
+
+Step = Hold | Blocking | RunCell | ResumeCell
 Steps = Generator[Step, Any, T]
 
 

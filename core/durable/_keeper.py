@@ -159,6 +159,20 @@ class Keeper:
                          name="tooliscode-release").start()
         return notice
 
+    def pause(self, call: Call, name: str, record: bytes) -> None:
+        """The cell paused: store `record` under `name` (the conversation's state stays the
+        one before the cell) and end the call, the lease given back on another thread."""
+        entry = self._entry(call.key)
+        try:
+            if call.unreachable is None:
+                self.store.put(name, record)
+                self.store.clear_running(call.key, self.owner)
+        except BaseException:
+            self._let_go(call.key, entry)
+            raise
+        threading.Thread(target=self._let_go, args=(call.key, entry), daemon=True,
+                         name="tooliscode-release").start()
+
     def end(self, key: str, session: Session | None, *, wait: bool = False) -> None:
         """The call is over without `commit` (it failed, or saves come after answers): store
         `session` if there is one and give the lease back, on another thread (`wait=True`:
@@ -169,6 +183,15 @@ class Keeper:
         else:
             threading.Thread(target=self._save, args=(key, entry, session), daemon=True,
                              name="tooliscode-save").start()
+
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Wait (up to `timeout_s` per key) for the saves still running, so that closing the
+        sessions they snapshot does not lose the last answer's state."""
+        with self._lock:
+            entries = list(self._keys.values())
+        for entry in entries:
+            if entry.lock.acquire(timeout=timeout_s):
+                entry.lock.release()
 
     def forget(self, key: str) -> None:
         """The conversation ended: remove it from the store."""

@@ -4,14 +4,25 @@ session's state as bytes (`Session.snapshot`, `Session.restore`, `SessionState`)
 
 from ._envelope import ENV_KEY, pack, unpack
 from ._folder import INTERNAL_DIR, FileInfo
+from ._handoff import run_in
 from ._keyed import KeyedSessions
 from ._limits import Limits
+from ._pause import (
+    CallInfo,
+    CallPaused,
+    CallRecord,
+    CellLog,
+    Decision,
+    PendingCall,
+    current_call,
+)
 from ._renewal import Renewal
 from ._result import CellImage, CellResult, ToolCallRecord
 from ._session import Session
 from ._snapshot import SessionState, snapshot_runtime
 from ._tool_calls import background_loop
 
-__all__ = ["ENV_KEY", "INTERNAL_DIR", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
+__all__ = ["ENV_KEY", "INTERNAL_DIR", "CallInfo", "CallPaused", "CallRecord", "CellLog",
+           "Decision", "PendingCall", "current_call", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
            "Limits", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
-           "pack", "snapshot_runtime", "unpack"]
+           "pack", "run_in", "snapshot_runtime", "unpack"]

@@ -40,7 +40,7 @@ import types
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
-__all__ = ["LoopHandoff", "LINGER_S", "SLICE_S"]
+__all__ = ["LoopHandoff", "LINGER_S", "SLICE_S", "run_in"]
 
 LINGER_S = 0.0002
 """How long the serving task waits, blocking its loop, for the guest's next call."""
@@ -253,7 +253,7 @@ class LoopHandoff:
         self._running = seq
         try:
             coro, yielded = argument if fn is _STARTED else (_coroutine(fn(argument)), _FRESH)
-            value = await self._resume(coro, yielded)
+            value = await run_in(self._context, coro, yielded)
         except asyncio.CancelledError as exc:
             self._replies.put((seq, False, exc))
             if seq not in self._dropped or self._closed:
@@ -268,33 +268,40 @@ class LoopHandoff:
         finally:
             self._running = 0
 
-    @types.coroutine
-    def _resume(self, coro: Any, yielded: Any) -> Generator[Any, Any, Any]:
-        """Run `coro` to its end on this task, each step in the calls' context; `yielded` is
-        what its first step yielded, or `_FRESH` when none was taken yet."""
-        run, send, throw = self._context.run, coro.send, coro.throw
-        step, value = (send, None) if yielded is _FRESH else (None, None)
-        while True:
-            if step is not None:
-                try:
-                    yielded = run(step, value)
-                except StopIteration as stop:
-                    return stop.value
-            try:
-                value = yield yielded
-                step = send
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # noqa: BLE001 - thrown in (cancelled): pass it on
-                step, value = throw, exc
-
-
 _STARTED: Any = object()
 """In a request's place of the function: the call's first step was taken on the waiting
 thread, and the argument is (its coroutine, what that step yielded)."""
 _FRESH = object()
 """In place of what a call's first step yielded: no step was taken yet."""
+
+
+@types.coroutine
+def run_in(context: contextvars.Context, coro: Any,
+           yielded: Any = _FRESH) -> Generator[Any, Any, Any]:
+    """Await `coro` with each of its steps run in `context`, as a task runs its steps in its
+    own, but on the awaiting task: a call that never suspends stays a plain call (a task
+    would suspend every one). `yielded` is what its first step yielded, when that step was
+    taken elsewhere. Give each coroutine its own context: one cannot be entered twice.
+
+    The serving task runs every call so. A framework adapter does too, to give an inner
+    call the context variables of its code tool's call (the current span, say), which the
+    calls' own context, copied on the guest's thread, does not have."""
+    run, send, throw = context.run, coro.send, coro.throw
+    step, value = (send, None) if yielded is _FRESH else (None, None)
+    while True:
+        if step is not None:
+            try:
+                yielded = run(step, value)
+            except StopIteration as stop:
+                return stop.value
+        try:
+            value = yield yielded
+            step = send
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - thrown in (cancelled): pass it on
+            step, value = throw, exc
 
 
 def _coroutine(value: Any) -> Any:

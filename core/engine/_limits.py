@@ -55,10 +55,14 @@ class Limits:
     image_pixels: int | None = 4_000_000
     """Most pixels (width x height) of such a PNG, bounded the same way."""
 
+    pause_s: float | None = 3600.0
+    """How long a cell paused at calls that need a decision (an approval) waits for it; then
+    they count as rejected and the cell goes on. Its own `timeout_s` does not run meanwhile."""
+
     def __post_init__(self) -> None:
         if self.memory_bytes < 32 * 1024 * 1024:
             raise ValueError("Limits.memory_bytes must be at least 32 MiB: CPython needs that to start")
-        for name in ("timeout_s", "tool_timeout_s"):
+        for name in ("timeout_s", "tool_timeout_s", "pause_s"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive or None")

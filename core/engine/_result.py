@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._pause import PendingCall
+
 __all__ = ["CellImage", "CellResult", "ToolCallRecord"]
 
 
@@ -75,3 +77,5 @@ class CellResult:
     """Other things the model should know (a restart, a limit reached)."""
     images: tuple[CellImage, ...] = ()
     """The figures the cell saved, for APIs that can show the model an image."""
+    paused: tuple[PendingCall, ...] = ()
+    """The cell has not ended: it waits for decisions on these calls (`Session.resume`)."""

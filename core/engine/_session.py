@@ -6,33 +6,33 @@ import asyncio
 import concurrent.futures as cf
 import functools
 import threading
-import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._closing import Closing
 from .._folders import empty_folder
 from ..errors import SessionClosed, SnapshotError
-from ..runtime import GUEST_DIR, GuestTrap, Runtime, resolve_runtime
+from ..runtime import GUEST_DIR, Runtime, resolve_runtime
 from ..tools import ToolRegistry, guest_spec, search_entry
-from ._cell_report import Cell, build_result, trap_result
 from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
 from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
+from ._parked import Parked
+from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
+from ._running import CellRunner, Steer
 from ._snapshot import SessionState, capture
-from ._tool_calls import CellCalls
-from ._worker import Command, NotStarted, Requests, Worker
+from ._worker import Command, Requests, Worker
 
 __all__ = ["Session"]
 
 _MAX_FOUND = 50
 """Most tools one `search_tools` call returns, whatever limit the code asks for."""
 _QUERY_CHARS = 1_000
-_WATCHDOG_GRACE_S = 5.0
-class Session(Closing):
+
+class Session(CellRunner, Closing):
     """A stateful Python sandbox whose code can call `tools`.
 
     Variables, functions and imports persist from one `run` to the next. The session
@@ -59,6 +59,8 @@ class Session(Closing):
         self._state_first = state if state is not None and state.memory is not None else None
         """A saved interpreter goes into the first guest before it runs at all."""
         self._first_reply: Any = None
+        self._parked: Parked | None = None
+        """The cell paused at calls waiting for decisions, if one is."""
         if workdir is None:
             worker = pool_for(self.runtime).acquire(self.limits)
             self._state = GuestHold(None, worker.workdir, True)
@@ -94,19 +96,66 @@ class Session(Closing):
         """Global names the guest held after the last cell."""
         return self._names
 
-    def run(self, code: str) -> CellResult:
-        """Run one cell and return what it did. Blocks until the cell ends."""
+    def run(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
+            decisions: Mapping[str, Decision] | None = None) -> CellResult:
+        """Run one cell and return what it did. Blocks until the cell ends, or pauses at
+        calls that wait for decisions (`result.paused`; continue with `resume`).
+
+        `call_id` names the code tool's call the cell runs for: its calls are
+        `<call_id>:<n>` and each is logged. `log` continues a cell paused elsewhere: its calls
+        are answered from it, each checked to be the same call, with `decisions` for the
+        calls it waited on."""
         self._check_open()
         with self._turn:
-            return self._run(code, None)
+            self._give_up_paused()
+            return self._run(code, None, Steer(call_id, log, decisions))
 
-    async def arun(self, code: str) -> CellResult:
-        """Run one cell without blocking the event loop; async tools run on this loop."""
+    async def arun(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
+                   decisions: Mapping[str, Decision] | None = None) -> CellResult:
+        """`run` without blocking the event loop; async tools run on this loop."""
         self._check_open()
         if not self._turn.acquire(blocking=False):
             await asyncio.to_thread(self._turn.acquire)
         try:
-            return await self._arun(code, asyncio.get_running_loop())
+            if self._parked is not None:
+                await asyncio.to_thread(self._give_up_paused)
+            return await self._arun(code, asyncio.get_running_loop(),
+                                    Steer(call_id, log, decisions))
+        finally:
+            self._turn.release()
+
+    @property
+    def paused(self) -> tuple[PendingCall, ...]:
+        """The calls the paused cell waits on (empty when no cell is paused)."""
+        parked = self._parked
+        return parked.pending if parked is not None else ()
+
+    @property
+    def paused_for(self) -> str | None:
+        """The code tool call (`run(call_id=...)`) whose cell is paused, if one is."""
+        parked = self._parked
+        return parked.command.context.calls.outer_id if parked is not None else None
+
+    def paused_log(self) -> CellLog | None:
+        """The paused cell as a log to continue it in another process (`run(log=...)`)."""
+        parked = self._parked
+        return parked.log(self.limits.pause_s) if parked is not None else None
+
+    def resume(self, decisions: Mapping[str, Decision]) -> CellResult:
+        """Continue the paused cell with `decisions` (by call id): it runs until it ends or
+        pauses again. Calls left undecided keep it paused."""
+        self._check_open()
+        with self._turn:
+            return self._continue(self._take_parked(), decisions, None)
+
+    async def aresume(self, decisions: Mapping[str, Decision]) -> CellResult:
+        """`resume` without blocking the event loop; async tools run on this loop."""
+        self._check_open()
+        if not self._turn.acquire(blocking=False):
+            await asyncio.to_thread(self._turn.acquire)
+        try:
+            return await self._acontinue(self._take_parked(), decisions,
+                                         asyncio.get_running_loop())
         finally:
             self._turn.release()
 
@@ -191,6 +240,9 @@ class Session(Closing):
         (exit waits for that). `wait=True` returns only once the guest is gone."""
         if not self._closed:
             self._closed = True
+            parked, self._parked = self._parked, None
+            if parked is not None:  # its thread waits in the host: let it go, so it can stop
+                parked.give_up("the session was closed")
             live.discard(self)
             worker = self._state.worker
             self._finalizer()
@@ -268,114 +320,6 @@ class Session(Closing):
         if settle:
             self._settle()
         return worker
-
-    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None) -> Command[Cell]:
-        if not isinstance(code, str):
-            raise TypeError(f"code must be a str, not {type(code).__name__}")
-        timeout = self.limits.timeout_s
-        calls = CellCalls(self.registry, self.limits, loop,
-                          None if timeout is None else time.monotonic() + timeout,
-                          workdir=self.workdir)
-        cell = Cell(calls, self.workdir, time.perf_counter())
-        calls.on_call = cell.changing  # a tool may write into the folder too
-        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
-        command.future.add_done_callback(lambda _: calls.close())  # frees a parked loop at once
-        command.notices.extend(self._notices)
-        self._notices.clear()
-        return command
-
-    def _watchdog(self) -> float | None:
-        t = self.limits.timeout_s
-        return None if t is None else t + _WATCHDOG_GRACE_S
-
-    def _run(self, code: str, loop: asyncio.AbstractEventLoop | None) -> CellResult:
-        for _attempt in range(2):
-            worker = self._ensure_worker(settle=False)
-            command = self._start(code, loop)
-            future = worker.submit(command)
-            try:
-                outcome = future.result(self._watchdog())
-            except cf.TimeoutError:
-                return self._abandon(worker, command, "timeout")
-            except NotStarted:
-                continue
-            except GuestTrap as trap:
-                return self._trapped(command, trap)
-            finally:
-                command.context.calls.close()
-            self._settle()  # answered by now: commands run in order
-            return self._finish(command, outcome)
-        raise RuntimeError("the guest died twice before running the cell")
-
-    async def _arun(self, code: str, loop: asyncio.AbstractEventLoop) -> CellResult:
-        for _attempt in range(2):
-            worker = await asyncio.to_thread(self._ensure_worker) if not self._healthy() \
-                else self._state.worker
-            assert worker is not None
-            command = self._start(code, loop)
-            # A plain wrapped future and a timer: `wait_for` and `shield` would each add a task
-            # and a future to every cell.
-            waiting = asyncio.wrap_future(worker.submit(command))
-            expired = False
-
-            def expire() -> None:
-                nonlocal expired
-                expired = True
-                waiting.cancel()  # noqa: B023 - its timer is cancelled before the next attempt
-
-            watchdog = self._watchdog()
-            timer = loop.call_later(watchdog, expire) if watchdog is not None else None
-            try:
-                outcome = await waiting
-            except asyncio.CancelledError:
-                if expired:
-                    return await asyncio.to_thread(self._abandon, worker, command, "timeout")
-                command.context.calls.cancel_all()
-                worker.stop("cancelled")
-                self._lost = self._names
-                self._state.worker = None
-                raise
-            except NotStarted:
-                continue
-            except GuestTrap as trap:
-                return await asyncio.to_thread(self._trapped, command, trap)
-            finally:
-                command.context.calls.close()
-                if timer is not None:
-                    timer.cancel()
-            self._settle()  # answered by now: commands run in order
-            return self._finish(command, outcome)
-        raise RuntimeError("the guest died twice before running the cell")
-
-    def _forget_cells(self) -> None:
-        """The guest was renewed (`_renewal.py`): no cell has run in it."""
-        self._names, self._lost = (), None
-        self._notices.clear()
-
-    def _healthy(self) -> bool:
-        worker = self._state.worker
-        return worker is not None and worker.alive
-
-    def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
-        command.context.calls.cancel_all()
-        worker.stop(reason)
-        self._state.worker = None
-        return self._trapped(command, GuestTrap("timeout", "a tool call did not return in time"))
-
-    def _trapped(self, command: Command, trap: GuestTrap) -> CellResult:
-        lost = self._lost if self._lost is not None else self._names
-        self._lost = None
-        self._state.worker = None
-        self._ensure_worker()
-        self._names = ()
-        return trap_result(command, trap, lost, self.limits, self.workdir)
-
-    def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
-        lost, self._lost = self._lost, None
-        result = build_result(command, outcome, lost, self.workdir, self._names)
-        self._names = result.names
-        return result
-
 
 def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
            cell: Requests | None) -> dict[str, Any]:

@@ -46,7 +46,16 @@ class ToolArgumentError(ToolError, TypeError):
     __module__ = "builtins"
 
 
-def tool_error(reply: dict[str, Any]) -> ToolError:
+class CellStopped(BaseException):
+    """The host stopped the cell at a tool call (continued after a pause, the code asked for
+    other calls than before): not an error the code may catch and go on from."""
+
+    __module__ = "builtins"
+
+
+def tool_error(reply: dict[str, Any]) -> BaseException:
+    if reply.get("kind") == "stop":
+        return CellStopped(str(reply.get("error")))
     return ToolError(str(reply.get("error") or "the tool failed"), reply.get("tool"),
                      reply.get("kind"))
 

@@ -60,6 +60,8 @@ def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
     `reprs` maps names the cell defined to short descriptions, shown when nothing was printed;
     by default the ones the guest made (`result.described`).
     """
+    if result.paused:
+        return "\n".join([*(note(n) for n in result.notices), _paused(result)])
     if reprs is None:
         reprs = result.described
     parts: list[str] = [note(n) for n in result.notices
@@ -86,6 +88,12 @@ def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
     if silent:
         parts.insert(0, _NO_OUTPUT + _defined(result, reprs))
     return "\n".join(parts)
+
+
+def _paused(result: CellResult) -> str:
+    calls = "\n".join(f"- {p.tool}({_brief(p.arguments, 200)}) [{p.id}]" for p in result.paused)
+    return ("[paused] The cell has not ended: it waits for decisions on these calls, and goes "
+            f"on once they are made:\n{calls}")
 
 
 def _brief(value: Any, limit: int = 500) -> str:

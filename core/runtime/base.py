@@ -113,6 +113,10 @@ class Instance(ABC):
     def disarm(self) -> None:
         """From the guest's thread: the guest is parked in the host; no deadline applies."""
 
+    def postpone(self, seconds: float) -> None:  # noqa: B027 - no deadline, nothing to move
+        """From the guest's thread, while it waits in the host (a cell paused for a
+        decision): move the deadline `seconds` later."""
+
     @abstractmethod
     def stop(self, reason: TrapReason) -> None:
         """From any thread: make the guest trap at its next check (within a few ms)."""

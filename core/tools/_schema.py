@@ -20,6 +20,7 @@ __all__ = [
     "describe_validation_error",
     "function_schema",
     "parse_docstring",
+    "return_schema",
 ]
 
 
@@ -238,6 +239,17 @@ def _named(fn: Callable[..., Any]) -> tuple[str, Any]:
     if name is None and callable(fn):  # an instance with __call__
         return type(fn).__name__, type(fn).__call__
     return name or type(fn).__name__, fn
+
+
+def return_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """JSON Schema of what `fn` returns, from its return annotation (`None` when it has none
+    pydantic can describe): for tools whose arguments a framework describes already."""
+    _, typed = _named(fn)
+    try:
+        hints = typing.get_type_hints(typed, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable forward references: no schema
+        return None
+    return _output_schema(hints)
 
 
 def _output_schema(hints: dict[str, Any]) -> dict[str, Any] | None:

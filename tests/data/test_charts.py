@@ -216,3 +216,81 @@ async def test_mcp_proxy(data_env):
     assert isinstance(text, TextContent) and LISTED in text.text
     assert isinstance(image, ImageContent) and image.mime_type == "image/png"
     _is_chart(base64.b64decode(image.data))
+
+
+async def test_agent_framework(data_env):
+    pytest.importorskip("agent_framework")
+    from agent_framework import (
+        Agent,
+        AgentSession,
+        BaseChatClient,
+        ChatResponse,
+        Content,
+        FunctionInvocationLayer,
+        Message,
+    )
+    from tooliscode.integrations.agent_framework import CodeActProvider
+
+    seen: list[Content] = []
+
+    class Client(FunctionInvocationLayer, BaseChatClient):
+        def __init__(self) -> None:
+            FunctionInvocationLayer.__init__(self)
+            BaseChatClient.__init__(self)
+
+        def _inner_get_response(self, *, messages, stream, options, **kwargs):
+            async def respond() -> ChatResponse:
+                results = [c for c in messages[-1].contents if c.type == "function_result"]
+                if results:
+                    seen.extend(results)
+                    return ChatResponse(messages=Message(role="assistant", contents=["done"]))
+                return ChatResponse(messages=Message(role="assistant", contents=[
+                    Content.from_function_call(call_id="c1", name="execute_code",
+                                               arguments={"code": CHART})]))
+            return respond()
+
+    codeact = CodeActProvider(limits=Limits(timeout_s=120))
+    try:
+        result = await Agent(client=Client(), context_providers=[codeact]).run(
+            "Chart the sales.", session=AgentSession())
+    finally:
+        codeact.close()
+    assert result.text == "done"
+    (call,) = seen
+    text, image = call.items
+    assert text.type == "text" and LISTED in text.text
+    assert image.type == "data" and image.media_type == "image/png"
+    _is_chart(_from_data_url(image.uri))
+
+
+def test_smolagents(data_env):
+    pytest.importorskip("smolagents")
+    from smolagents import ChatMessage, CodeAgent, MessageRole, Model
+    from tooliscode.integrations.smolagents import WasmExecutor
+
+    class Scripted(Model):
+        def __init__(self, *codes: str):
+            super().__init__(model_id="scripted")
+            self.codes, self.inputs = list(codes), []
+
+        def generate(self, messages, stop_sequences=None, **kwargs):
+            self.inputs.append(list(messages))
+            return ChatMessage(role=MessageRole.ASSISTANT,
+                               content=f"Thought: go.\n<code>\n{self.codes.pop(0)}\n</code>")
+
+    executor = WasmExecutor(limits=Limits(timeout_s=120))
+    model = Scripted(CHART, "final_answer('done')")
+    agent = CodeAgent(tools=[], model=model, executor=executor, verbosity_level=-1,
+                      step_callbacks=[executor.attach_figures])
+    try:
+        assert agent.run("Chart the sales.") == "done"
+    finally:
+        agent.cleanup()
+    step = agent.memory.steps[1]
+    assert LISTED in step.observations
+    (figure,) = step.observations_images
+    assert figure.size == (640, 480)
+    # The model's next call carried the figure beside the step's observations.
+    (shown,) = [c["image"] for m in model.inputs[1] if isinstance(m.content, list)
+                for c in m.content if c.get("type") == "image"]
+    assert shown is figure

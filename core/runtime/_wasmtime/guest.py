@@ -153,6 +153,10 @@ class WasmtimeInstance(Instance):
             self._rt.ticker.acquire()
         self._store.set_epoch_deadline(1)
 
+    def postpone(self, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline += seconds
+
     def disarm(self) -> None:
         self._deadline = None
         if self._armed:

@@ -1,0 +1,113 @@
+"""A session's cell paused at calls that wait for decisions: what the session keeps of it, and
+waiting for a running cell to end or to pause.
+
+While a cell is paused its guest's thread stays parked in the host, in the tool call, so
+nothing has to be saved or moved: continuing it hands the decisions in and waits again. The
+session's turn is free meanwhile; a new cell, or closing the session, first gives the paused
+one up (its waiting calls are rejected and it runs to its end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._cell_report import Cell
+from ._pause import CellLog, Decision, PendingCall
+from ._result import CellResult
+from ._worker import Command, Worker
+
+__all__ = ["PAUSED", "Parked", "first_of", "paused_result", "wait_either"]
+
+PAUSED = object()
+"""What waiting for a cell gives when it paused instead of ending."""
+ABANDONED = ("The cell that was paused waiting for decisions did not go on: a new cell ran "
+             "first, so its waiting calls were refused and it ran to its end before this one.")
+
+
+@dataclass
+class Parked:
+    """A cell that paused: its command, on the guest that runs it."""
+
+    worker: Worker
+    command: Command[Cell]
+    code: str
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        signal = self.command.context.calls.parking.signal
+        return signal.result() if signal.done() else ()
+
+    def log(self, expires_s: float | None) -> CellLog:
+        """Everything needed to continue the cell elsewhere (its calls so far and what it
+        waits on), for a session store."""
+        calls = self.command.context.calls
+        return CellLog(self.code, calls.outer_id or "", dict(calls.log), list(self.pending),
+                       None if expires_s is None else time.time() + expires_s)
+
+    def deliver(self, decisions: Mapping[str, Decision], loop: asyncio.AbstractEventLoop | None
+                ) -> cf.Future | None:
+        """Hand `decisions` in (async tools now run on `loop`); returns the future that is set
+        if the cell pauses again, or None when calls are left undecided (it stays paused)."""
+        calls = self.command.context.calls
+        parking = calls.parking
+        waiting = [p.id for p in self.pending]
+        if any(i not in decisions for i in waiting) and not self.command.future.done():
+            parking.deliver(decisions)  # kept for when the rest come
+            return None
+        calls.rebind(loop)
+        signal = parking.next_signal()
+        parking.deliver(decisions)
+        return signal
+
+    def give_up(self, message: str) -> None:
+        self.command.context.calls.parking.give_up(message)
+
+    def remaining_s(self, grace_s: float) -> float | None:
+        deadline = self.command.context.calls.deadline
+        return None if deadline is None else max(0.0, deadline - time.monotonic()) + grace_s
+
+
+def wait_either(command: Command, signal: cf.Future, timeout: float | None) -> Any:
+    """The cell's outcome, or `PAUSED`; raises what the command raised, or `cf.TimeoutError`."""
+    done, _ = cf.wait((command.future, signal), timeout, return_when=cf.FIRST_COMPLETED)
+    if command.future in done:
+        return command.future.result()
+    if signal in done:
+        return PAUSED
+    raise cf.TimeoutError
+
+
+def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Future
+             ) -> asyncio.Future:
+    """An asyncio future set to the cell's outcome, or `PAUSED` (an exception the command
+    raised is raised). One future and two callbacks: `asyncio.wait` would add more per cell."""
+    waiter = loop.create_future()
+
+    def settle(source: cf.Future) -> None:
+        if waiter.done():
+            return
+        if source is signal:
+            waiter.set_result(PAUSED)
+        elif source.exception() is not None:
+            waiter.set_exception(source.exception())
+        else:
+            waiter.set_result(source.result())
+
+    for source in (command.future, signal):
+        source.add_done_callback(lambda s: loop.call_soon_threadsafe(settle, s))
+    return waiter
+
+
+def paused_result(parked: Parked) -> CellResult:
+    """What a run gives when its cell paused: the calls it waits on, the calls it made."""
+    cell = parked.command.context
+    waiting = ", ".join(f"{p.tool} ({p.id})" for p in parked.pending)
+    return CellResult(ok=False, paused=parked.pending, tool_calls=tuple(cell.calls.records),
+                      duration_s=time.perf_counter() - cell.started,
+                      error=f"The cell is paused: it waits for decisions on {waiting}.",
+                      error_type="Paused", notices=tuple(parked.command.notices))

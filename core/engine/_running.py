@@ -1,0 +1,261 @@
+"""Running a session's cells: starting one on the guest, waiting for it to end or to pause,
+continuing a paused one, and what a result says when the guest timed out or died.
+
+`CellRunner` is the part of `Session` that does it (the session holds the state it uses: its
+worker, limits, names and notices), kept apart so each file reads as one concern.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..runtime import GuestTrap
+from ..tools import ToolRegistry
+from ._cell_report import Cell, build_result, trap_result
+from ._limits import Limits
+from ._live import GuestHold
+from ._parked import ABANDONED, PAUSED, Parked, first_of, paused_result, wait_either
+from ._pause import CellLog, Decision, Parking
+from ._result import CellResult
+from ._tool_calls import CellCalls
+from ._worker import Command, NotStarted, Worker
+
+__all__ = ["CellRunner", "Steer"]
+
+WATCHDOG_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Steer:
+    """How a cell's calls are named, and what an earlier run of it left (see `Session.run`)."""
+
+    call_id: str | None = None
+    log: CellLog | None = None
+    decisions: Mapping[str, Decision] | None = None
+
+    def apply(self, calls: CellCalls, limits: Limits) -> None:
+        calls.parking = Parking(limits.pause_s)
+        log = self.log
+        calls.outer_id = self.call_id if self.call_id is not None else (
+            log.outer_id if log is not None else None)
+        if log is not None:
+            calls.replay = dict(log.records)
+            calls.expected = {p.id: (p.tool, p.arguments) for p in log.pending}
+        if self.decisions:
+            calls.decisions = dict(self.decisions)
+
+
+
+class CellRunner:
+    """Cells on the session's guest (mixed into `Session`)."""
+
+    limits: Limits
+    registry: ToolRegistry
+    _state: GuestHold
+    _names: tuple[str, ...]
+    _lost: tuple[str, ...] | None
+    _notices: list[str]
+    _parked: Parked | None
+
+    def _ensure_worker(self, settle: bool = True) -> Worker:
+        raise NotImplementedError
+
+    def _settle(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def workdir(self) -> Path:
+        raise NotImplementedError
+
+    def _start(self, code: str, loop: asyncio.AbstractEventLoop | None, steer: Steer,
+               worker: Worker) -> Command[Cell]:
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str, not {type(code).__name__}")
+        timeout = self.limits.timeout_s
+        calls = CellCalls(self.registry, self.limits, loop,
+                          None if timeout is None else time.monotonic() + timeout,
+                          workdir=self.workdir)
+        steer.apply(calls, self.limits)
+        calls.on_unpark = lambda waited: worker.instance.postpone(waited)
+        cell = Cell(calls, self.workdir, time.perf_counter())
+        calls.on_call = cell.changing  # a tool may write into the folder too
+        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command.future.add_done_callback(lambda _: calls.close())  # frees a parked loop at once
+        command.notices.extend(self._notices)
+        self._notices.clear()
+        return command
+
+    def _watchdog(self) -> float | None:
+        t = self.limits.timeout_s
+        return None if t is None else t + WATCHDOG_GRACE_S
+
+    def _run(self, code: str, loop: asyncio.AbstractEventLoop | None,
+             steer: Steer) -> CellResult:
+        for _attempt in range(2):
+            worker = self._ensure_worker(settle=False)
+            command = self._start(code, loop, steer, worker)
+            worker.submit(command)
+            result = self._wait_cell(worker, command, code, command.context.calls.parking.signal,
+                                     self._watchdog())
+            if result is not None:
+                return result
+        raise RuntimeError("the guest died twice before running the cell")
+
+    def _wait_cell(self, worker: Worker, command: Command[Cell], code: str, signal: cf.Future,
+                   watchdog: float | None) -> CellResult | None:
+        """Wait for the cell to end or pause; None when the guest died before taking it."""
+        calls, paused = command.context.calls, False
+        try:
+            outcome = wait_either(command, signal, watchdog)
+            paused = outcome is PAUSED
+        except cf.TimeoutError:
+            return self._abandon(worker, command, "timeout")
+        except NotStarted:
+            return None
+        except GuestTrap as trap:
+            return self._trapped(command, trap)
+        finally:
+            if not paused:
+                calls.close()
+        if paused:
+            self._parked = Parked(worker, command, code)
+            return paused_result(self._parked)
+        self._settle()  # answered by now: commands run in order
+        return self._finish(command, outcome)
+
+    async def _arun(self, code: str, loop: asyncio.AbstractEventLoop,
+                    steer: Steer) -> CellResult:
+        for _attempt in range(2):
+            worker = await asyncio.to_thread(self._ensure_worker) if not self._healthy() \
+                else self._state.worker
+            assert worker is not None
+            command = self._start(code, loop, steer, worker)
+            worker.submit(command)
+            result = await self._await_cell(worker, command, code,
+                                            command.context.calls.parking.signal,
+                                            self._watchdog(), loop)
+            if result is not None:
+                return result
+        raise RuntimeError("the guest died twice before running the cell")
+
+    async def _await_cell(self, worker: Worker, command: Command[Cell], code: str,
+                          signal: cf.Future, watchdog: float | None,
+                          loop: asyncio.AbstractEventLoop) -> CellResult | None:
+        """`_wait_cell` on the event loop: a timer instead of a blocking wait."""
+        waiting, expired, paused = first_of(loop, command, signal), False, False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            waiting.cancel()
+
+        timer = loop.call_later(watchdog, expire) if watchdog is not None else None
+        calls = command.context.calls
+        try:
+            outcome = await waiting
+            paused = outcome is PAUSED
+        except asyncio.CancelledError:
+            if expired:
+                return await asyncio.to_thread(self._abandon, worker, command, "timeout")
+            calls.cancel_all()
+            worker.stop("cancelled")
+            self._lost = self._names
+            self._state.worker = None
+            raise
+        except NotStarted:
+            return None
+        except GuestTrap as trap:
+            return await asyncio.to_thread(self._trapped, command, trap)
+        finally:
+            if not paused:
+                calls.close()
+            if timer is not None:
+                timer.cancel()
+        if paused:
+            self._parked = Parked(worker, command, code)
+            return paused_result(self._parked)
+        self._settle()  # answered by now: commands run in order
+        return self._finish(command, outcome)
+
+    # -- a paused cell ------------------------------------------------------------------
+
+    def _take_parked(self) -> Parked:
+        parked, self._parked = self._parked, None
+        if parked is None:
+            raise RuntimeError("no cell is paused in this session")
+        return parked
+
+    def _continue(self, parked: Parked, decisions: Mapping[str, Decision],
+                  loop: asyncio.AbstractEventLoop | None) -> CellResult:
+        signal = parked.deliver(decisions, loop)
+        if signal is None:
+            self._parked = parked
+            return paused_result(parked)
+        result = self._wait_cell(parked.worker, parked.command, parked.code, signal,
+                                 parked.remaining_s(WATCHDOG_GRACE_S))
+        return result if result is not None else self._trapped(
+            parked.command, GuestTrap("crash", "the guest ended while the cell was paused"))
+
+    async def _acontinue(self, parked: Parked, decisions: Mapping[str, Decision],
+                         loop: asyncio.AbstractEventLoop) -> CellResult:
+        signal = parked.deliver(decisions, loop)
+        if signal is None:
+            self._parked = parked
+            return paused_result(parked)
+        result = await self._await_cell(parked.worker, parked.command, parked.code, signal,
+                                        parked.remaining_s(WATCHDOG_GRACE_S), loop)
+        return result if result is not None else await asyncio.to_thread(
+            self._trapped, parked.command,
+            GuestTrap("crash", "the guest ended while the cell was paused"))
+
+    def _give_up_paused(self) -> None:
+        """A new cell comes: the paused one's waiting calls are refused and it runs to its
+        end first (its result is dropped; the next result says so)."""
+        parked, self._parked = self._parked, None
+        if parked is None:
+            return
+        parked.give_up("the call was not approved: the conversation went on without a decision")
+        try:
+            wait_either(parked.command, cf.Future(), parked.remaining_s(WATCHDOG_GRACE_S))
+        except cf.TimeoutError:
+            self._abandon(parked.worker, parked.command, "timeout")
+        except Exception:  # noqa: BLE001 - a guest that died is replaced by the next cell
+            pass
+        finally:
+            parked.command.context.calls.close()
+        self._notices.append(ABANDONED)
+
+    def _forget_cells(self) -> None:
+        """The guest was renewed (`_renewal.py`): no cell has run in it."""
+        self._names, self._lost = (), None
+        self._notices.clear()
+
+    def _healthy(self) -> bool:
+        worker = self._state.worker
+        return worker is not None and worker.alive
+
+    def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
+        command.context.calls.cancel_all()
+        worker.stop(reason)
+        self._state.worker = None
+        return self._trapped(command, GuestTrap("timeout", "a tool call did not return in time"))
+
+    def _trapped(self, command: Command, trap: GuestTrap) -> CellResult:
+        lost = self._lost if self._lost is not None else self._names
+        self._lost = None
+        self._state.worker = None
+        self._ensure_worker()
+        self._names = ()
+        return trap_result(command, trap, lost, self.limits, self.workdir)
+
+    def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
+        lost, self._lost = self._lost, None
+        result = build_result(command, outcome, lost, self.workdir, self._names)
+        self._names = result.names
+        return result

@@ -1,0 +1,197 @@
+"""smolagents: the sandbox as a `CodeAgent`'s executor.
+
+    agent = CodeAgent(tools=[get_orders], model=model, executor=WasmExecutor())
+
+The agent's code runs in CPython compiled to WebAssembly instead of smolagents' own
+`LocalPythonExecutor` (an AST interpreter in the host process): full Python, isolated, with
+wall-time and memory limits. The agent's loop, prompts and memory are untouched. Variables
+persist between steps and runs, as with the local executor. The agent's tools and managed
+agents stay on the host: each call the code makes runs the real tool there. `final_answer`
+ends the run through the agent's own final-answer tool.
+
+`CodeAgent(executor=...)` is smolagents' public way to give an agent another executor; this
+one implements its `PythonExecutor` interface (`send_tools`, `send_variables`, `__call__`
+returning a `CodeOutput`, and `cleanup`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from smolagents import AgentError, AgentImage, PythonExecutor
+
+# `CodeOutput` and `InterpreterError` are public classes that smolagents' top-level package
+# does not re-export; its own remote executors import them from this module too.
+from smolagents.local_python_executor import CodeOutput, InterpreterError
+from tooliscode import Limits, Tool, ToolError, to_json_value
+from tooliscode.codetool import CodeTool, Reply, Toolbox
+from tooliscode.durable import Keeper, SessionStore
+from tooliscode.runtime import Runtime
+
+__all__ = ["WasmExecutor"]
+
+_JSON_TYPES = {"string": "string", "boolean": "boolean", "integer": "integer",
+               "number": "number", "array": "array", "object": "object", "null": "null"}
+"""smolagents' input and output types that are JSON Schema types ("any", "image" and
+"audio" are not: they declare no type)."""
+
+
+class _HostTool:
+    """One of the agent's tools or managed agents, called on the host as the local executor
+    calls it; smolagents' own errors reach the code as `ToolError` with their message."""
+
+    def __init__(self, tool: Any):
+        self.tool = tool
+
+    def __call__(self, /, **arguments: Any) -> Any:
+        try:
+            return self.tool(**arguments)
+        except AgentError as exc:
+            raise ToolError(exc.message) from None
+
+
+def _schema(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """One smolagents input (`{"type": ..., "description": ..., "nullable": ...}`) as JSON
+    Schema."""
+    out: dict[str, Any] = {}
+    kinds = spec.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    known = [_JSON_TYPES[k] for k in kinds if k in _JSON_TYPES]
+    if known and len(known) == len(kinds):
+        out["type"] = known[0] if len(known) == 1 else known
+    for key in ("description", "enum", "items", "properties", "default"):
+        if key in spec:
+            out[key] = spec[key]
+    return out
+
+
+def _declaration(name: str, tool: Any) -> Tool:
+    """A tool or managed agent as the sandbox declares it, from its `inputs`."""
+    inputs: Mapping[str, Mapping[str, Any]] = getattr(tool, "inputs", None) or {}
+    required = [k for k, spec in inputs.items() if not spec.get("nullable")]
+    output = getattr(tool, "output_schema", None) or (
+        {"type": _JSON_TYPES[t]} if (t := getattr(tool, "output_type", None)) in _JSON_TYPES
+        else None)
+    return Tool(name=name, description=getattr(tool, "description", "") or "",
+                parameters={"type": "object", "required": required,
+                            "properties": {k: _schema(s) for k, s in inputs.items()}},
+                output_schema=output, function=_HostTool(tool))
+
+
+class WasmExecutor(PythonExecutor):
+    """A `CodeAgent` executor that runs the agent's code in tooliscode's WebAssembly sandbox.
+
+    `limits` bound each step's code (wall time, memory, output, tool calls); `runtime="data"`
+    gives it numpy, pandas and matplotlib. One interpreter serves the agent's steps and runs;
+    with `store=`, it is kept in a store under `conversation` (a key you choose), so another
+    process can continue it. Figures the code makes are kept in `figures` as PIL images, and
+    `attach_figures` (a step callback) shows them to the model with the step's
+    observations. `cleanup()` (called by `CodeAgent.cleanup()` and `with CodeAgent(...)`)
+    closes the interpreter.
+    """
+
+    def __init__(self, *, limits: Limits | None = None, runtime: Runtime | str | None = None,
+                 store: SessionStore | Keeper | None = None,
+                 conversation: Hashable | None = None, describe_names: bool = True):
+        if store is not None and conversation is None:
+            raise ValueError("store= keeps an interpreter under a conversation key: pass "
+                             "conversation= as well")
+        self.conversation = conversation
+        self.codetool = CodeTool(limits=limits, runtime=runtime, store=store,
+                                 describe_names=describe_names, idle_timeout_s=None)
+        """The interpreter (under `conversation`)."""
+        self._toolbox = Toolbox(lambda _sandbox: [], ())
+        self._final: Any = None
+        self._variables: dict[str, Any] = {}
+        self.figures: list[Any] = []
+        """The figures the last step's code made, as PIL images."""
+
+    # -- PythonExecutor ----------------------------------------------------------------------
+
+    def send_tools(self, tools: dict[str, Any]) -> None:
+        """The agent's tools and managed agents, before each run. `final_answer` is not
+        declared: the sandbox has its own, which ends the code; its value then goes through
+        the agent's final-answer tool."""
+        self._final = tools.get("final_answer")
+        listed = [(name, tool) for name, tool in tools.items() if name != "final_answer"]
+        key = tuple((name, id(tool)) for name, tool in listed)
+        if key != self._toolbox.key:  # a guest's tools are fixed: new ones need a new guest
+            fixed = [_declaration(name, tool) for name, tool in listed]
+            self._toolbox = Toolbox(lambda _sandbox: fixed, key)
+
+    def send_variables(self, variables: dict[str, Any]) -> None:
+        """The agent's state (`run(additional_args=...)`), defined in the sandbox before the
+        next code runs, as JSON values (the rule tool results follow)."""
+        self._variables.update(variables)
+
+    def __call__(self, code_action: str) -> CodeOutput:
+        self.figures = []
+        if self._variables:
+            variables, self._variables = self._variables, {}
+            self._check(self._run(_assignment(variables)))
+        reply = self._check(self._run(code_action))
+        self.figures = [AgentImage(i.data).to_raw() for i in reply.images]
+        result = reply.result
+        if result is not None and result.has_final:
+            final = self._final(result.final) if self._final is not None else result.final
+            return CodeOutput(output=final, logs=_logs(reply), is_final_answer=True)
+        return CodeOutput(output=result.value if result is not None else None,
+                          logs=_logs(reply), is_final_answer=False)
+
+    def cleanup(self) -> None:
+        """Close the interpreter."""
+        self.codetool.close()
+
+    # -- figures -----------------------------------------------------------------------------
+
+    def attach_figures(self, memory_step: Any, agent: Any = None) -> None:
+        """A step callback (`CodeAgent(..., step_callbacks=[executor.attach_figures])`): the
+        figures of the step's code go into its `observations_images`, which the model sees
+        with the step's observations."""
+        if self.figures and hasattr(memory_step, "observations_images"):
+            memory_step.observations_images = [*(memory_step.observations_images or ()),
+                                               *self.figures]
+            self.figures = []
+
+    # -- the interpreter ---------------------------------------------------------------------
+
+    @property
+    def session(self) -> Any:
+        """The live `tooliscode.Session`, or `None` before the first step."""
+        sandbox = self.codetool.get(self.conversation)
+        return sandbox.session if sandbox is not None else None
+
+    def _run(self, code: str) -> Reply:
+        return self.codetool.run_code(code, key=self.conversation, tools=self._toolbox)
+
+    @staticmethod
+    def _check(reply: Reply) -> Reply:
+        """A reply whose code ran; a failed cell raises what the local executor raises, with
+        the output and traceback the model reads (the agent records it as the step's error)."""
+        if not reply.ok and not reply.has_final:
+            raise InterpreterError(reply.text)
+        return reply
+
+
+def _assignment(variables: Mapping[str, Any]) -> str:
+    """Code that defines `variables` in the sandbox's globals."""
+    data = json.dumps({str(k): to_json_value(v) for k, v in variables.items()})
+    return f"globals().update(__import__('json').loads({data!r}))"
+
+
+def _logs(reply: Reply) -> str:
+    """The step's execution logs: what the model reads back, without the last expression's
+    value, which the agent shows itself as the step's output."""
+    text = reply.text
+    value = reply.result.value if reply.result is not None else None
+    if value is not None:
+        line = f"[value] {value}"
+        if text == line:
+            text = ""
+        elif text.startswith(line + "\n"):
+            text = text[len(line) + 1:]
+        else:
+            text = text.replace("\n" + line, "", 1)
+    return text + "\n" if text else ""
