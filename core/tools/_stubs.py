@@ -14,7 +14,7 @@ from typing import Any
 
 from ..guest import resolve
 from ._pytypes import TypeWriter, describe, docstring, pascal, union
-from ._summary import summary
+from ._summary import clip, summary
 from ._tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
@@ -201,9 +201,14 @@ def stub(tool: Tool) -> str:
     return ToolStub.of(tool).source()
 
 
+_SIGNATURE_CHARS = 500
+"""A search result's signature is cut here: `help(tool)` shows the whole stub."""
+
+
 def search_entry(tool: Tool) -> dict[str, str]:
     """What `search_tools` returns for one tool."""
-    return {"name": tool.qualified_name, "signature": ToolStub.of(tool).signature(),
+    return {"name": tool.qualified_name,
+            "signature": clip(ToolStub.of(tool).signature(), _SIGNATURE_CHARS),
             "summary": summary(tool)}
 
 
