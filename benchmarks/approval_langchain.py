@@ -106,10 +106,12 @@ def _turn_s(graph: Any, first: str, timed: str) -> float:
 
 def pause_resume_s(mode: str, runtime: str, samples: int) -> tuple[float, float]:
     """A turn with one reviewed call, paused and resumed: (from code, called directly),
-    medians of `samples` taken in turns, so that the machine's load weighs on both alike."""
+    medians of `samples` taken in turns, so that the machine's load weighs on both alike.
+    Each thread's first turn (untimed) makes a call of its own: a conversation's first call
+    from code costs its interpreter a few ms once, pause or not."""
     ours, code = agent(mode, runtime, True)
     theirs, _ = agent(mode, runtime, False)
-    flows = ((ours, "x = 1", "send_email(to='ann', body='hi')"),
+    flows = ((ours, "ping(n=1)", "send_email(to='ann', body='hi')"),
              (theirs, 'CALL ping {"n": 1}', 'CALL send_email {"to": "ann", "body": "hi"}'))
     times: tuple[list[float], list[float]] = ([], [])
     try:
