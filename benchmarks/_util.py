@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
+import socket
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Row(NamedTuple):
@@ -60,3 +64,35 @@ def table(rows: list[tuple[str, ...]] | list[Row],
     line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(head), sep, *map(line, rows)])
+
+
+def load() -> str:
+    """The 1-minute load average, shown beside wall-clock figures (above 2 they are noisy)."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def with_redis(figure: str, body: Callable[[str], list[Any]]) -> list[Any]:
+    """`body(url)` with a private Redis server on loopback, stopped after; one row saying so
+    when there is no redis-server."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return [Row(figure, "no redis-server", "-", "-")]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder = tempfile.mkdtemp()
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        return body(f"redis://127.0.0.1:{port}/0")
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -30,6 +30,7 @@ GROUPS = [
     ("Tokens and round trips", "bench_tokens"),
     ("Peers and adapters", "bench_peers"),
     ("Agent Framework and smolagents", "bench_frameworks"),
+    ("Approval inside code", "bench_approval"),
     ("Data runtime", "bench_data"),
 ]
 
