@@ -98,8 +98,14 @@ def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Futur
         else:
             waiter.set_result(source.result())
 
+    def notify(source: cf.Future) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, source)
+        except RuntimeError:  # the loop is closed: nobody waits any more (a paused cell closed)
+            pass
+
     for source in (command.future, signal):
-        source.add_done_callback(lambda s: loop.call_soon_threadsafe(settle, s))
+        source.add_done_callback(notify)
     return waiter
 
 
