@@ -4,10 +4,15 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# CrewAI pins mcp<2 and openai<3, which the mcp, openai-agents and pydantic-ai extras cannot
+# share: it gets an environment of its own, where tests/crewai_env runs.
+CREW       := .venv-crewai
+CREW_PY    := $(CREW)/bin/python
+CREW_STAMP := $(CREW)/.installed
 
 .PHONY: setup demo test bench lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(CREW_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +20,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[all,data,dev]"
 	touch $(STAMP)
 
-demo: setup
+$(CREW_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(CREW)
+	$(CREW_PY) -m pip install --quiet --upgrade pip
+	$(CREW_PY) -m pip install --quiet -e ".[crewai,data,testing]"
+	touch $(CREW_STAMP)
+
+demo: $(STAMP)
 	$(PY) examples/demo.py
 
 # Two workers, each test file on one of them (module fixtures are then set up once). Most of
@@ -24,8 +35,10 @@ demo: setup
 # tests/unit boots no guest).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(CREW_PY) -m pytest -q tests/crewai_env
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
 		--ignore=tests/data --ignore=tests/unit
+	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
 
 bench: setup
 	$(PY) benchmarks/run_all.py
@@ -35,4 +48,4 @@ lint: setup
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(CREW) build *.egg-info

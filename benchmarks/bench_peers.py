@@ -119,6 +119,18 @@ def run_peer(python: Path, config: dict[str, Any]) -> dict[str, Any]:
 Probe = Callable[[], Awaitable[float]]
 
 
+async def best_of(probes: dict[Any, Probe], rounds: int) -> dict[Any, float]:
+    """The best of `rounds` results of each probe, the probes taking turns (a first round
+    warms up)."""
+    samples: dict[Any, list[float]] = {key: [] for key in probes}
+    for round_ in range(rounds + 1):
+        for key, probe in probes.items():
+            seconds = await probe()
+            if round_:
+                samples[key].append(seconds)
+    return {key: min(values) for key, values in samples.items()}
+
+
 def guest_per_call(text: str) -> float:
     """The per-call seconds a GUEST_LOOP cell printed."""
     return float(text.strip().splitlines()[-1])
@@ -252,13 +264,7 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             stack.callback(agents_code.close)
             probes["Agents SDK", kind] = agents_probe(agents_code, code)
             probes["Agents SDK dispatch", kind] = agents_dispatch_probe(sdk_tool, n)
-        samples: dict[tuple[str, str], list[float]] = {key: [] for key in probes}
-        for round_ in range(rounds + 1):
-            for key, probe in probes.items():
-                seconds = await probe()
-                if round_:  # the first round warms up
-                    samples[key].append(seconds)
-    return {key: min(values) for key, values in samples.items()}
+        return await best_of(probes, rounds)
 
 
 # -- report -----------------------------------------------------------------------------------

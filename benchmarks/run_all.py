@@ -29,6 +29,7 @@ GROUPS = [
     ("Scale", "bench_scale"),
     ("Tokens and round trips", "bench_tokens"),
     ("Peers and adapters", "bench_peers"),
+    ("More adapters: Google ADK, LlamaIndex, CrewAI", "bench_adapter_calls"),
     ("Agent Framework and smolagents", "bench_frameworks"),
     ("Approval inside code", "bench_approval"),
     ("Data runtime", "bench_data"),

@@ -21,14 +21,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import store_tools as store
+from store_question import QUESTION, TOP_CUSTOMER
 from tooliscode import ToolIsCode
 from tooliscode.openai import LoopResult, run_conversation
 from tooliscode.openai.testing import ScriptedRequest, ScriptedServer, code
 from tooliscode.prompt import TOKENIZER, ContextCounter
 
-PROMPT = ("Which EU customer spent the most on paid orders in Q3 2025 (July to September)? "
-          "Give the total in USD and in EUR, their account manager, and how many support "
-          "tickets they have open.")
+PROMPT = QUESTION
 
 CELLS = [dedent(cell).strip() for cell in (
     # Turn 1: find the tools, look at one result's shape.
@@ -39,26 +38,10 @@ CELLS = [dedent(cell).strip() for cell in (
     print(len(q3), "paid orders; the first:", q3[0])
     """,
     # Turn 2: the work, in code; three independent calls run concurrently.
-    """
-    import asyncio
-    from collections import defaultdict
-
-    # this cell awaits, so every tool call in it is awaited
-    eu = {c["id"]: c for c in await list_customers(region="EU")}
-    spent = defaultdict(float)
-    for order in q3:
-        if order["customer_id"] in eu:
-            spent[order["customer_id"]] += order["total"]
-    top_id = max(spent, key=spent.get)
-    top = eu[top_id]
-    manager, open_tickets, eur = await asyncio.gather(
-        get_account_manager(manager_id=top["account_manager"]),
-        list_tickets(status="open", customer_id=top_id),
-        get_exchange_rate(currency="EUR"),
-    )
+    TOP_CUSTOMER + dedent("""
     print(f"{top['name']} ({top_id}): {spent[top_id]:,.2f} USD; manager {manager['name']}; "
           f"{len(open_tickets)} open tickets; 1 EUR = {eur['usd']} USD")
-    """,
+    """),
     # Turn 3: the answer straight from the code: no further model turn.
     """
     final_answer({

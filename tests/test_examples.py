@@ -21,9 +21,9 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_example(name: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py")], env=env,
+def run_example(name: str, python: str = sys.executable) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GOOGLE_API_KEY")}
+    done = subprocess.run([python, str(ROOT / "examples" / f"{name}.py")], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
@@ -111,6 +111,37 @@ def test_mcp_example() -> None:
     tokyo = {t.astimezone(ZoneInfo("Asia/Tokyo")).strftime("%H:%M %A") for t in moments}
     new_york = {t.astimezone(ZoneInfo("America/New_York")).strftime("%H:%M") for t in moments}
     assert f"{found[1]} {found[2]}" in tokyo and found[3] in new_york, (found[0], tokyo)
+
+
+def check_store_answers(out: str, marker: str, inner: str) -> None:
+    """The two answers of an example over examples/store_question.py (the question's, and the
+    follow-up's, whose code used variables the first answer's code left behind), and the
+    first answer's five inner calls as the framework reported them (`inner` matches one)."""
+    if str(ROOT / "examples") not in sys.path:  # store_question imports store_tools
+        sys.path.insert(0, str(ROOT / "examples"))
+    first, second = load("store_question").expected_lines()
+    answers = re.findall(rf"^=== {marker}: (.*)$", out, re.MULTILINE)
+    assert answers == [f"Here is what I found: {first}", f"Here is what I found: {second}"], out
+    assert sorted(re.findall(inner, out, re.MULTILINE)) == [
+        "get_account_manager", "get_exchange_rate", "list_customers", "list_orders",
+        "list_tickets"], out
+
+
+def test_google_adk_example() -> None:
+    check_store_answers(run_example("google_adk_example"), "assistant", r"^  callback: (\w+)\(")
+
+
+def test_llama_index_example() -> None:
+    check_store_answers(run_example("llama_index_example"), "assistant",
+                        r"^  event: (\w+)\(.* as run_python:\d+$")
+
+
+def test_crewai_example() -> None:
+    """Run with CrewAI's own environment, which `make setup` makes (see the README)."""
+    python = ROOT / ".venv-crewai" / "bin" / "python"
+    assert python.exists(), "CrewAI's environment is missing: run `make setup`"
+    check_store_answers(run_example("crewai_example", str(python)), "crew",
+                        r"^  hook: (\w+)\(.* in the task 'Which EU")
 
 
 def _demo_answer() -> dict:

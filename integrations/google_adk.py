@@ -1,0 +1,364 @@
+"""Google ADK: an agent's tools behind one code tool, and the sandbox as its code executor.
+
+    agent = LlmAgent(model=..., tools=[CodeModeToolset([get_weather, search_docs, mcp_tools])])
+    agent = LlmAgent(model=..., code_executor=SandboxCodeExecutor())
+
+The toolset shows the model one tool, `run_python`, and puts the catalog of the wrapped tools
+(`FunctionTool`s, other ADK tools, plain callables, and the tools of ADK toolsets such as
+`McpToolset`) in the system instruction. Each call the code makes runs the real tool the way
+ADK's flow does: with a `ToolContext` of its own that shares the run's session and the code
+tool's event actions (so state changes and saved artifacts land with the code tool's
+response), through the plugins' and the agent's before/after/on-error tool callbacks, inside an
+`execute_tool` span. A tool that raises (and no error callback answers) raises in the code.
+
+One interpreter per ADK session (app, user and session id): a later turn of the same session
+finds its variables; figures come back as image parts of the function response.
+
+`SandboxCodeExecutor` is the isolated local choice for `LlmAgent(code_executor=...)`, between
+`UnsafeLocalCodeExecutor` (the host's own Python) and a container: stateful per session, input
+files in the session folder, figures saved as artifacts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import itertools
+import os
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from google.adk.code_executors import BaseCodeExecutor
+from google.adk.code_executors.code_execution_utils import (
+    CodeExecutionInput,
+    CodeExecutionResult,
+    File,
+)
+from google.adk.telemetry import trace_tool_call, tracer
+from google.adk.tools import BaseTool, FunctionTool, ToolContext
+from google.adk.tools.base_toolset import BaseToolset
+from google.genai import types
+from opentelemetry import context as otel_context
+from pydantic import ConfigDict, PrivateAttr
+from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
+from tooliscode.codetool import CodeTool, Reply, Sandbox, fingerprint
+from tooliscode.durable import Keeper, SessionStore
+from tooliscode.mcp import mcp_result_value
+from tooliscode.prompt import (
+    CODE_TOOL_NAME,
+    CODE_TOOL_SCHEMA,
+    code_tool_description,
+    instructions,
+)
+from tooliscode.runtime import Runtime, python_note
+
+from ._inner import bind_async, returns, toolbox
+
+__all__ = ["CodeModeToolset", "SandboxCodeExecutor"]
+
+
+@dataclass
+class _Cell:
+    """The code tool's context, and the OpenTelemetry context of its call (inner calls'
+    spans are its children), for the calls of the running cell."""
+
+    ctx: ToolContext
+    otel: Any
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+
+@dataclass
+class _Listing:
+    """The tools the code can call, as ADK runs them and as the sandbox declares them."""
+
+    adk: list[BaseTool]
+    declared: list[Tool]
+    guide: str
+    description: str
+
+
+class CodeModeToolset(BaseToolset):
+    """One `run_python` tool over ADK tools, toolsets and callables, for `LlmAgent(tools=...)`.
+
+    `tools` takes what `LlmAgent(tools=...)` takes: callables, `BaseTool`s (`FunctionTool`s
+    among them) and `BaseToolset`s (e.g. `McpToolset`, listed on each run as the agent would).
+    Tools that need the user's confirmation are refused when code calls them.
+    """
+
+    def __init__(self, tools: Iterable[Any] = (), *, limits: Limits | None = None,
+                 runtime: Runtime | str | None = None, store: SessionStore | Keeper | None = None,
+                 name: str = CODE_TOOL_NAME, max_sessions: int | None = 64,
+                 idle_timeout_s: float | None = 1800.0):
+        super().__init__()
+        self.name = name
+        self._tools: list[BaseTool] = []
+        self._toolsets: list[BaseToolset] = []
+        for item in tools:
+            if isinstance(item, BaseToolset):
+                self._toolsets.append(item)
+            elif isinstance(item, BaseTool):
+                self._tools.append(item)
+            elif callable(item):
+                self._tools.append(FunctionTool(item))
+            else:
+                raise TypeError(f"cannot call {type(item).__name__} from code: pass callables, "
+                                "ADK tools or toolsets")
+        self.codetool = CodeTool(limits=limits, runtime=runtime, store=store,
+                                 max_sessions=max_sessions, idle_timeout_s=idle_timeout_s)
+        """The interpreters, one per ADK session."""
+        self._python = python_note(runtime)
+        self._current: _CodeTool | None = None
+
+    async def get_tools(self, readonly_context: Any = None) -> list[BaseTool]:
+        found = list(self._tools)
+        for toolset in self._toolsets:
+            found += await toolset.get_tools_with_prefix(readonly_context)
+        return [self._code_tool(found)]
+
+    def session(self, app_name: str, user_id: str, session_id: str) -> Session:
+        """The interpreter of one ADK session, started now if need be (e.g. to read or put
+        files in its folder), with the tools last listed."""
+        tool = self._current or self._code_tool(list(self._tools))
+        return self.codetool.session((app_name, user_id, session_id), tool.box)
+
+    def _code_tool(self, found: list[BaseTool]) -> _CodeTool:
+        """The code tool over `found`: the last one made while the tools are the same."""
+        callable_ = [t for t in found if t._get_declaration() is not None]
+        declared = [_declaration(t) for t in callable_]
+        if any(d.name == self.name for d in declared):
+            raise ValueError(f"a wrapped tool is named {self.name!r}, the code tool's name")
+        current = self._current
+        if current is None or current.box.key != fingerprint(declared):
+            registry = ToolRegistry(declared)
+            listing = _Listing(callable_, declared,
+                               instructions(registry, self.name, python=self._python),
+                               code_tool_description(registry, self.name))
+            current = self._current = _CodeTool(self, listing)
+        else:
+            current.listing.adk = callable_  # a toolset may list new objects for the same tools
+        return current
+
+    async def close(self) -> None:
+        """Close the wrapped toolsets and every interpreter."""
+        for toolset in self._toolsets:
+            await toolset.close()
+        await asyncio.to_thread(self.codetool.close)
+
+    # -- running code ------------------------------------------------------------------------
+
+    async def _run_code(self, tool: _CodeTool, args: dict[str, Any],
+                        ctx: ToolContext) -> dict[str, Any]:
+        code = args.get("code")
+        if not isinstance(code, str):
+            return {"error": 'expected arguments {"code": "<python source>"}'}
+        cell = _Cell(ctx, otel_context.get_current())
+        reply = await self.codetool.arun_code(code, key=_session_key(ctx), context=cell,
+                                              tools=tool.box)
+        return _response(reply)
+
+    async def _call(self, listing: _Listing, index: int, cell: _Cell,
+                    arguments: dict[str, Any]) -> Any:
+        return await _run_tool(listing.adk[index], arguments, cell)
+
+
+class _CodeTool(BaseTool):
+    """`run_python`: its declaration, the guide in the system instruction, and the call."""
+
+    def __init__(self, owner: CodeModeToolset, listing: _Listing):
+        super().__init__(name=owner.name, description=listing.description)
+        self.owner, self.listing = owner, listing
+        self.box = toolbox(listing.declared, lambda sandbox, i: bind_async(
+            listing.declared[i], sandbox, _Cell,
+            lambda cell, arguments: owner._call(self.listing, i, cell, arguments)))
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self.description,
+                                         parameters_json_schema=dict(CODE_TOOL_SCHEMA))
+
+    async def process_llm_request(self, *, tool_context: ToolContext, llm_request: Any) -> None:
+        await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
+        llm_request.append_instructions([self.listing.guide])
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        return await self.owner._run_code(self, args, tool_context)
+
+    def _detect_error_in_response(self, response: Any) -> str | None:
+        """ADK's telemetry hook: a failed cell marks the tool span as an error."""
+        return "CODE_ERROR" if isinstance(response, dict) and "error" in response else None
+
+
+# -- one inner call, as ADK's flow makes it ----------------------------------------------------
+
+
+async def _run_tool(tool: BaseTool, arguments: dict[str, Any], cell: _Cell) -> Any:
+    parent = cell.ctx
+    invocation = parent.get_invocation_context()
+    with tracer.start_as_current_span(f"execute_tool {tool.name}", context=cell.otel):
+        ctx = ToolContext(invocation, event_actions=parent.actions,
+                          function_call_id=f"{parent.function_call_id}:{next(cell.ids)}")
+        try:
+            value = await _dispatch(tool, arguments, ctx, invocation)
+        except Exception as exc:
+            trace_tool_call(tool, arguments, None, error=exc, invocation_context=invocation)
+            raise
+        trace_tool_call(tool, arguments, None, invocation_context=invocation)
+    return _mcp_value(tool, value) if _is_mcp(tool) else value
+
+
+async def _dispatch(tool: BaseTool, args: dict[str, Any], ctx: ToolContext,
+                    invocation: Any) -> Any:
+    """Steps 1-6 of ADK's tool pipeline (flows/llm_flows/tools/_caller.py): the callbacks may
+    answer or replace the call, as they do for the model's own calls."""
+    plugins, agent = invocation.plugin_manager, invocation.agent
+    result = await plugins.run_before_tool_callback(tool=tool, tool_args=args, tool_context=ctx)
+    if result is None:
+        result = await _first(agent, "canonical_before_tool_callbacks", tool=tool, args=args,
+                              tool_context=ctx)
+    if result is None:
+        if await tool.check_require_confirmation(args, ctx):
+            raise ToolError(f"{tool.name} needs the user's confirmation, which code cannot ask "
+                            "for, so the call was refused; call it as a tool of its own")
+        try:
+            result = await tool.run_async(args=args, tool_context=ctx)
+        except Exception as exc:
+            result = await plugins.run_on_tool_error_callback(tool=tool, tool_args=args,
+                                                              tool_context=ctx, error=exc)
+            if result is None:
+                result = await _first(agent, "canonical_on_tool_error_callbacks", tool=tool,
+                                      args=args, tool_context=ctx, error=exc)
+            if result is None:
+                raise
+    altered = await plugins.run_after_tool_callback(tool=tool, tool_args=args, tool_context=ctx,
+                                                    result=result)
+    if altered is None:
+        altered = await _first(agent, "canonical_after_tool_callbacks", tool=tool, args=args,
+                               tool_context=ctx, tool_response=result)
+    return result if altered is None else altered
+
+
+async def _first(agent: Any, callbacks: str, **arguments: Any) -> Any:
+    """The first answer of an agent's callbacks (ADK stops at the first that is not None)."""
+    for callback in getattr(agent, callbacks, None) or ():
+        answer = callback(**arguments)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer is not None:
+            return answer
+    return None
+
+
+def _is_mcp(tool: BaseTool) -> bool:
+    return type(tool).__module__.startswith("google.adk.tools.mcp_tool")
+
+
+def _mcp_value(tool: BaseTool, result: Any) -> Any:
+    """An MCP tool's dumped `CallToolResult` as the value the code gets (as our own MCP
+    client gives it: structured content, else the text)."""
+    if not isinstance(result, dict) or "content" not in result:
+        return result
+    blocks = [SimpleNamespace(**b) if b.get("type") == "text" else b
+              for b in result.get("content") or ()]
+    declaration = tool._get_declaration()
+    return mcp_result_value(SimpleNamespace(
+        is_error=bool(result.get("isError")), content=blocks,
+        structured_content=result.get("structuredContent")),
+        declaration.response_json_schema if declaration is not None else None)
+
+
+# -- declarations and replies ------------------------------------------------------------------
+
+
+def _declaration(tool: BaseTool) -> Tool:
+    """An ADK tool as the sandbox declares it (the function is bound per sandbox)."""
+    decl = tool._get_declaration()
+    assert decl is not None
+    parameters = decl.parameters_json_schema
+    if parameters is None and decl.parameters is not None:
+        parameters = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True)
+    output = decl.response_json_schema
+    if output is None and isinstance(tool, FunctionTool):
+        output = returns(tool.func)
+    return Tool(name=decl.name or tool.name, description=decl.description or tool.description,
+                parameters=parameters or {}, output_schema=output)
+
+
+def _session_key(ctx: ToolContext) -> Hashable:
+    session = ctx.session
+    return (session.app_name, session.user_id, session.id)
+
+
+def _response(reply: Reply) -> dict[str, Any]:
+    """The function response: the text under `result` (`error` for a failed cell), and each
+    figure as an image part, which ADK sends to the model as media of the response."""
+    body: dict[str, Any] = {"result" if reply.ok else "error": reply.text}
+    if reply.images:
+        body["images"] = [types.Part.from_bytes(data=i.data, mime_type=i.mime)
+                          for i in reply.images]
+    return body
+
+
+# -- the code executor -------------------------------------------------------------------------
+
+
+class SandboxCodeExecutor(BaseCodeExecutor):
+    """Runs the model's code blocks in the sandbox, for `LlmAgent(code_executor=...)`.
+
+    Stateful by default: one interpreter per ADK session (the `execution_id` ADK passes), so
+    later code blocks see earlier variables. Input files are written to the session folder
+    (`/session` in the code); figures come back as output files, which ADK saves as artifacts.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    stateful: bool = True
+    # Typed Any: pydantic would try to build schemas for these classes.
+    limits: Any = None
+    """`Limits` for each code block (time, memory, output)."""
+    runtime: Any = None
+    """"default" or "data" (numpy, pandas, matplotlib), or a `Runtime`."""
+    store: Any = None
+    """A `SessionStore` or `Keeper`: sessions' interpreters kept where any worker finds them."""
+    _codetool: CodeTool = PrivateAttr()
+
+    def model_post_init(self, context: Any) -> None:
+        self._codetool = CodeTool(limits=self.limits, runtime=self.runtime, store=self.store)
+
+    def execute_code(self, invocation_context: Any,
+                     code_execution_input: CodeExecutionInput) -> CodeExecutionResult:
+        key = code_execution_input.execution_id if self.stateful else None
+        run = None if self.stateful else self._codetool.take()
+        try:
+            _write_inputs(self._codetool, key, run, code_execution_input.input_files)
+            reply = self._codetool.run_code(code_execution_input.code, key=key, sandbox=run)
+        finally:
+            if run is not None:
+                self._codetool.finish(run)
+        result = reply.result
+        files = [File(name=os.path.basename(i.path), content=i.data, mime_type=i.mime)
+                 for i in reply.images]
+        if reply.ok:
+            return CodeExecutionResult(stdout=reply.text, output_files=files, exit_code=0)
+        return CodeExecutionResult(stdout=result.stdout if result is not None else "",
+                                   stderr=reply.text, output_files=files, exit_code=1)
+
+    def close(self) -> None:
+        """Close every interpreter."""
+        self._codetool.close()
+
+
+def _write_inputs(code: CodeTool, key: Hashable, run: Sandbox | None,
+                  files: Sequence[File]) -> None:
+    if not files:
+        return
+    if run is not None:
+        run.prepare(code.toolbox)
+        session = run.live()
+    else:
+        session = code.session(key)
+    for f in files:
+        # ADK hands files over as bytes or as base64 text
+        data = f.content if isinstance(f.content, bytes) else base64.b64decode(f.content)
+        session.write_file(os.path.basename(f.name), data)

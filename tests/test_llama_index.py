@@ -1,0 +1,163 @@
+"""LlamaIndex adapter: FunctionAgent, ReActAgent and CodeActAgent run by their own workflow
+runner, with LlamaIndex's scripted function-calling mock LLM, real FunctionTools (sync, async,
+one that wants the workflow Context) and the run's event stream.
+
+No `from __future__ import annotations`: FunctionTool finds a `Context` parameter by its
+annotation object."""
+
+import json
+from typing import Any
+
+import pytest
+from _pyplot import DRAW, PNG_MAGIC, give_pyplot
+from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, ORDERS, PROGRAM, get_customer, list_orders, refund
+from llama_index.core.agent.workflow import (
+    CodeActAgent,
+    FunctionAgent,
+    ReActAgent,
+    ToolCall,
+    ToolCallResult,
+)
+from llama_index.core.base.llms.types import ChatMessage, ImageBlock, ToolCallBlock
+from llama_index.core.llms import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
+from tooliscode import Limits
+from tooliscode.integrations.llama_index import (
+    CONVERSATION_KEY,
+    CodeActSandbox,
+    as_llama_index_tool,
+)
+
+
+async def visits(ctx: Context) -> int:
+    """How many times this conversation asked (kept in the workflow's state)."""
+    count = await ctx.store.get("visits", default=0) + 1
+    await ctx.store.set("visits", count)
+    return count
+
+
+TOOLS = [list_orders, FunctionTool.from_defaults(async_fn=get_customer),
+         FunctionTool.from_defaults(async_fn=visits), refund]
+
+@pytest.fixture(scope="module")
+def code():
+    tool = as_llama_index_tool(TOOLS, limits=Limits(timeout_s=60))
+    yield tool
+    tool.close()
+
+
+def function_calls(*codes: str) -> MockFunctionCallingLLM:
+    """An LLM that calls run_python with each code in turn, then answers with the last tool
+    result it was given."""
+    steps = list(codes)
+
+    def reply(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+        if steps:
+            return ChatMessage(role="assistant", blocks=[ToolCallBlock(
+                tool_call_id=f"call-{len(steps)}", tool_name="run_python",
+                tool_kwargs={"code": steps.pop(0)})])
+        return ChatMessage(role="assistant", content=f"answer: {messages[-1].content}")
+
+    return MockFunctionCallingLLM(response_generator=reply)
+
+
+async def run(agent: Any, ctx: Context | None = None) -> tuple[Any, list[Any]]:
+    handler = agent.run("go", ctx=ctx)
+    events = [e async for e in handler.stream_events()]
+    return await handler, events
+
+
+def results(events: list[Any]) -> list[ToolCallResult]:
+    return [e for e in events if isinstance(e, ToolCallResult)]
+
+
+async def test_function_agent_gathers_calls_with_context_and_events(code) -> None:
+    agent = FunctionAgent(tools=[code], llm=function_calls(
+        PROGRAM + "print(len(big), gold, await visits())"))
+    ctx = Context(agent)
+    answer, events = await run(agent, ctx)
+    expected = f"{len(BIG)} {GOLD} 1"
+    assert str(answer) == f"answer: {expected}"
+    inner = [e for e in results(events) if e.tool_name != "run_python"]
+    assert [e.tool_name for e in inner] == ["list_orders", *["get_customer"] * CUSTOMERS, "visits"]
+    assert all(e.tool_id.startswith("run_python:") and not e.tool_output.is_error for e in inner)
+    assert len([e for e in events if isinstance(e, ToolCall)]) >= len(inner) + 1
+    (outer,) = [e for e in results(events) if e.tool_name == "run_python"]
+    assert outer.tool_output.content == expected and not outer.tool_output.is_error
+    assert await ctx.store.get("visits") == 1, "the inner tool got the run's Context"
+
+
+async def test_react_agent_and_failures(code) -> None:
+    steps = [CAUGHT, "refund(order_id=-5)", "1 / 0"]
+
+    def reply(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+        if steps:
+            return ChatMessage(role="assistant", content="Thought: I need code.\nAction: "
+                               f"run_python\nAction Input: {json.dumps({'code': steps.pop(0)})}")
+        return ChatMessage(role="assistant", content="Thought: done.\nAnswer: done")
+
+    agent = ReActAgent(tools=[code], llm=MockFunctionCallingLLM(response_generator=reply))
+    answer, events = await run(agent)
+    assert "done" in str(answer)
+    outer = [e.tool_output for e in results(events) if e.tool_name == "run_python"]
+    assert outer[0].content == "caught: order -1 does not exist\nrefunded 7"
+    assert outer[1].is_error and "order -5 does not exist" in outer[1].content
+    assert outer[2].is_error and "ZeroDivisionError" in outer[2].content
+    refunds = [e.tool_output for e in results(events) if e.tool_name == "refund"]
+    assert [r.is_error for r in refunds] == [True, False, True]
+
+
+async def test_one_interpreter_per_context(code) -> None:
+    agent = FunctionAgent(tools=[code], llm=function_calls("x = 41"))
+    ctx = Context(agent)
+    await run(agent, ctx)
+    agent.llm = function_calls("print(x + 1)")
+    answer, _ = await run(agent, ctx)
+    assert str(answer) == "answer: 42"
+    assert await ctx.store.get(CONVERSATION_KEY) in code.codetool.keys
+    agent.llm = function_calls("print(x)")
+    _, events = await run(agent, Context(agent))
+    (other,) = results(events)
+    assert other.tool_output.is_error and "NameError" in other.tool_output.content
+
+
+def test_sync_call_without_a_workflow(code) -> None:
+    out = code.call(code="print(sum(o['total'] for o in list_orders(status='open')))", ctx=None)
+    assert out.content == str(sum(o["total"] for o in ORDERS if o["status"] == "open"))
+
+
+async def test_figures_come_back_as_image_blocks(code) -> None:
+    agent = FunctionAgent(tools=[code], llm=function_calls(DRAW))
+    ctx = Context(agent)
+    key = "figures"
+    await ctx.store.set(CONVERSATION_KEY, key)
+    give_pyplot(code.session(key))
+    _, events = await run(agent, ctx)
+    (result,) = results(events)
+    text, image = result.tool_output.blocks
+    assert text.text.startswith("drew")
+    assert isinstance(image, ImageBlock) and image.image_mimetype == "image/png"
+    assert image.resolve_image().read().startswith(PNG_MAGIC)
+
+
+async def test_codeact_agent_keeps_state_between_steps() -> None:
+    sandbox = CodeActSandbox([list_orders, refund], limits=Limits(timeout_s=60))
+    steps = ["<execute>\npaid = list_orders(status='paid')\nprint(len(paid))\n</execute>",
+             "<execute>\nprint(refund(order_id=paid[0]['id']))\n</execute>"]
+
+    def reply(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+        said = steps.pop(0) if steps else f"Finished: {messages[-1].content.splitlines()[-1]}"
+        return ChatMessage(role="assistant", content=said)
+
+    agent = CodeActAgent(code_execute_fn=sandbox.execute, tools=[list_orders, refund],
+                         llm=MockFunctionCallingLLM(response_generator=reply))
+    try:
+        answer, events = await run(agent)
+    finally:
+        sandbox.close()
+    executed = [e.tool_output.content for e in results(events) if e.tool_name == "execute"]
+    assert executed == [str(len([o for o in ORDERS if o["status"] == "paid"])),
+                        f"refunded {ORDERS[1]['id']}"]
+    assert [e.tool_name for e in results(events)].count("refund") == 1
+    assert str(answer) == f"Finished: refunded {ORDERS[1]['id']}"
