@@ -24,9 +24,7 @@ import inspect
 import itertools
 import json
 import threading
-import time
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +50,8 @@ from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, check_callers, split_callers
 
 from ._agents_gate import Gate, Resumed
-from ._agents_run import TRIPWIRES, RunParts, guarded_call
+from ._agents_pipeline import TRIPWIRES, RunParts, guarded_call
+from ._agents_runs import RunKeys
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 
 __all__ = ["ApprovalCallback", "CodeModeToolset", "ConversationKey"]
@@ -94,15 +93,6 @@ class _Listing:
     def gated(self) -> bool:
         """Whether any call may need approval (only then are calls given ids and logged)."""
         return any(i.needs_approval is not False for i in self.inners)
-
-
-@dataclass
-class _Held:
-    """A run's interpreter whose cell paused: kept for the run that continues it, which finds
-    it by the pause's token, until the pause expires."""
-
-    key: Hashable
-    until: float | None
 
 
 class CodeModeToolset(Closing):
@@ -150,11 +140,9 @@ class CodeModeToolset(Closing):
         self.code_tool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
                                  max_sessions=max_sessions, runtime=runtime, store=store)
         """The interpreters: one per run, or per conversation."""
-        self._runs: dict[int, weakref.finalize] = {}
         self._listings: dict[int, _Listing] = {}
+        self._runs = RunKeys(self._drop, self._forget_run)
         self._finals: dict[str, Any] = {}
-        self._held: dict[str, _Held] = {}
-        self._aliases: dict[int, Hashable] = {}
         self._always: dict[Hashable, dict[str, Decision]] = {}
         self._gate = Gate(name)
         self.tool = self._gate.adopt(FunctionTool(
@@ -213,7 +201,7 @@ class CodeModeToolset(Closing):
         """What the SDK calls: run the cell (or continue the paused one), return what the
         model reads; errors become text. A paused cell ends the call with the gate's
         approval items instead (its text never reaches the model)."""
-        self._sweep()
+        self._runs.sweep()
         try:
             code = _code(arguments)
             resumed = await self._gate.resumed(ctx)
@@ -249,12 +237,7 @@ class CodeModeToolset(Closing):
         for the run that continues it."""
         token = uuid.uuid4().hex
         if key[0] == "run":
-            pause_s = (self.code_tool.limits or Limits()).pause_s
-            self._held[token] = _Held(key, None if pause_s is None
-                                      else time.monotonic() + pause_s)
-            # Nothing can continue the pause once the run's call is gone (state and result).
-            gone = weakref.finalize(ctx.tool_call, self._release, token)
-            gone.atexit = False
+            self._runs.hold(key, token, ctx.tool_call, (self.code_tool.limits or Limits()).pause_s)
         by_host = {i.tool.name: i.sdk for i in listing.inners}
         await self._gate.pause(ctx, [(p, by_host[p.tool]) for p in reply.paused], token)
 
@@ -263,47 +246,18 @@ class CodeModeToolset(Closing):
         key = choose(ctx) if callable(choose) else choose
         if key is not None:
             return ("conversation", key)
-        run = self._run(ctx)
-        held = self._held.pop(resumed.token, None) if resumed and resumed.token else None
-        if held is not None:  # this run continues the paused one, in its interpreter
-            self._aliases[run] = held.key
-        return self._aliases.get(run, ("run", run))
-
-    def _run(self, ctx: RunContextWrapper[Any]) -> int:
-        """The run's id: one usage object per run, shared by every context made from it."""
-        run = id(ctx.usage)
-        if run not in self._runs:
-            done = self._runs[run] = weakref.finalize(ctx.usage, self._forget_run, run)
-            done.atexit = False
-        return run
+        return self._runs.key(ctx.usage, resumed.token if resumed is not None else None)
 
     def _forget_run(self, run: int) -> None:
-        """The run is gone: close its interpreter (unless a paused cell in it waits for the
-        run that continues it), off whatever thread the collector is on."""
-        self._runs.pop(run, None)
         self._listings.pop(run, None)
-        key = self._aliases.pop(run, ("run", run))
-        if not any(h.key == key for h in list(self._held.values())):
-            self._drop(key)
-
-    def _release(self, token: str) -> None:
-        """A paused run's call is gone, or its pause expired: nothing can continue it."""
-        held = self._held.pop(token, None)
-        if held is not None and held.key not in self._aliases.values():
-            self._drop(held.key)
-
-    def _sweep(self) -> None:
-        now = time.monotonic()
-        for token, held in list(self._held.items()):
-            if held.until is not None and now > held.until:
-                self._release(token)
 
     def _drop(self, key: Hashable) -> None:
+        """Close an interpreter, off whatever thread the collector is on."""
         self._always.pop(key, None)
         threading.Thread(target=self.code_tool.drop, args=(key,), daemon=True).start()
 
     async def _list(self, ctx: RunContextWrapper[Any], agent: Any) -> _Listing:
-        run = self._run(ctx)
+        run = self._runs.run(ctx.usage)
         listing = self._listings.get(run)
         if listing is None:
             inners = list(self._static)

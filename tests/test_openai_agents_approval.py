@@ -44,7 +44,6 @@ from tooliscode.integrations.openai_agents import CodeModeToolset  # noqa: E402
 if __name__ != "__main__":
     from durable.conftest import redis_url  # noqa: F401 - the fixture
 
-set_tracing_disabled(True)
 RAN: collections.Counter[str] = collections.Counter()
 HERE = Path(__file__).resolve()
 
@@ -156,6 +155,13 @@ class AgentSeen(AgentHooks):
 @pytest.fixture(autouse=True)
 def _counters():
     RAN.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_traces():
+    set_tracing_disabled(True)  # nothing to export offline
+    yield
+    set_tracing_disabled(False)
 
 
 @pytest.fixture(scope="module")
@@ -379,4 +385,5 @@ async def _resume_elsewhere(url: str, path: str) -> None:
 
 
 if __name__ == "__main__":
+    set_tracing_disabled(True)
     asyncio.run(_resume_elsewhere(sys.argv[1], sys.argv[2]))
