@@ -45,26 +45,38 @@ RUNTIMES = ("default", "data")
 @dataclass
 class Paired:
     """Seconds measured in turns, sample by sample: through code (`ours`) and the framework's
-    own way (`theirs`). On a shared machine the medians move with the load; the best of each
-    says what the flows cost undisturbed."""
+    own way (`theirs`), each less its baseline when one is given (the same flow without the
+    pause, measured in the same turn). On a shared machine the medians move with the load;
+    the best of each series says what the flows cost undisturbed."""
 
     ours: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
+    ours_base: list[float] = field(default_factory=list)
+    theirs_base: list[float] = field(default_factory=list)
 
-    def add(self, ours: float, theirs: float) -> None:
-        self.ours.append(ours)
-        self.theirs.append(theirs)
+    def add(self, ours: float, theirs: float, ours_base: float = 0.0,
+            theirs_base: float = 0.0) -> None:
+        for series, value in ((self.ours, ours), (self.theirs, theirs),
+                              (self.ours_base, ours_base), (self.theirs_base, theirs_base)):
+            series.append(value)
+
+    def _net(self, pick: Callable[[list[float]], float]) -> tuple[float, float]:
+        return (pick(self.ours) - pick(self.ours_base),
+                pick(self.theirs) - pick(self.theirs_base))
 
     @property
     def extra(self) -> float:
         """The median of the paired differences."""
-        return statistics.median(o - t for o, t in zip(self.ours, self.theirs))
+        return statistics.median(o - ob - (t - tb) for o, t, ob, tb in zip(
+            self.ours, self.theirs, self.ours_base, self.theirs_base))
 
     def text(self) -> str:
-        best = min(self.ours) - min(self.theirs)
-        return (f"{statistics.median(self.ours) * 1e3:.1f} ms vs "
-                f"{statistics.median(self.theirs) * 1e3:.1f} ms direct "
-                f"({self.extra * 1e3:+.1f} ms; best {best * 1e3:+.1f} ms), {load()}")
+        ours, theirs = self._net(statistics.median)
+        best_ours, best_theirs = self._net(min)
+        return (f"{ours * 1e3:.1f} ms vs {theirs * 1e3:.1f} ms direct "
+                f"({self.extra * 1e3:+.1f} ms; best of each: {best_ours * 1e3:.1f} vs "
+                f"{best_theirs * 1e3:.1f} ms, {(best_ours - best_theirs) * 1e3:+.1f} ms), "
+                f"{load()}")
 
 
 def per_call_row(framework: str, runtime: str, measured: Paired) -> Row:
@@ -179,12 +191,12 @@ async def _oa_in_process(runtime: str, samples: int) -> tuple[Paired, int]:
     with _oa_toolset(True, runtime, conversation="gated") as gated, \
             _oa_toolset(False, runtime, conversation="plain") as plain:
         for i in range(samples + 3):
-            ours = await _oa_seconds(_oa_agent(gated.tools, False)) - \
-                await _oa_seconds(_oa_agent(plain.tools, False))
-            theirs = await _oa_seconds(_oa_agent([oa.gated], True)) - \
-                await _oa_seconds(_oa_agent([oa.plain], True))
+            turn = [await _oa_seconds(_oa_agent(gated.tools, False)),
+                    await _oa_seconds(_oa_agent([oa.gated], True)),
+                    await _oa_seconds(_oa_agent(plain.tools, False)),
+                    await _oa_seconds(_oa_agent([oa.plain], True))]
             if i >= 3:  # warm-up: the first cells import, the first runs fill caches
-                measured.add(ours, theirs)
+                measured.add(*turn)
         RAN.clear()
         await _oa_flow(_oa_agent(gated.tools, False, "total = sum(ping(n=i) for i in range(100))"
                                                      "\nsend_email(to='z')"))

@@ -215,6 +215,10 @@ class CodeModeToolset(Closing):
                          pausable, always)
             call_id = ctx.tool_call_id if resumed is not None or (pausable and listing.gated) \
                 else None
+            if resumed is None and call_id is not None and self._paused_for(key) == call_id:
+                # A new call reusing the id of a pause its run left behind (scripted models
+                # and some providers reuse ids): a cell in between gives that pause up.
+                await self.code_tool.arun_code("None", key=key, tools=listing.toolbox)
             reply = await self.code_tool.arun_code(
                 code, key=key, context=cell, tools=listing.toolbox, call_id=call_id,
                 decisions=resumed.decisions if resumed is not None else None)
@@ -247,6 +251,11 @@ class CodeModeToolset(Closing):
         if key is not None:
             return ("conversation", key)
         return self._runs.key(ctx.usage, resumed.token if resumed is not None else None)
+
+    def _paused_for(self, key: Hashable) -> str | None:
+        sandbox = self.code_tool.get(key)
+        session = sandbox.session if sandbox is not None else None
+        return session.paused_for if session is not None else None
 
     def _forget_run(self, run: int) -> None:
         self._listings.pop(run, None)

@@ -251,6 +251,15 @@ async def test_a_hundred_calls_and_one_gated_make_101_calls_in_all(code):
     assert RAN == {"ping": 100, "send_email": 1}
 
 
+async def test_a_new_call_reusing_a_left_pause_id_runs_its_own_code():
+    with CodeModeToolset(TOOLS, conversation="reuse") as toolset:
+        left = await Runner.run(_agent(toolset, "x = 1\nsend_email(to='a', body='b')",
+                                       "same_1"), "go")
+        assert left.interruptions  # never answered: the next run starts over
+        done = await Runner.run(_agent(toolset, "print(x, ping(n=2))", "same_1"), "again")
+        assert done.final_output == "1 2" and RAN == {"ping": 1}
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0])
 async def test_guardrails_and_hooks_see_inner_calls(code, timeout):
     """With or without a timeout on the code tool (the SDK then runs it in another task),
