@@ -27,6 +27,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from agents import (
@@ -133,9 +134,9 @@ class CodeModeToolset(Closing):
         self.callers = check_callers(callers, [*(i.sdk_name for i in inners),
                                                *((callers or {}) if self.mcp_servers else ())])
         """Who calls each tool (the MCP servers' tools are checked when they are listed)."""
-        self._static, direct = split_callers(inners, {k: v for k, v in self.callers.items()
-                                                      if any(i.sdk_name == k for i in inners)},
-                                             _sdk_name)
+        named = {i.sdk_name for i in inners}
+        self._static, direct = split_callers(
+            inners, {k: v for k, v in self.callers.items() if k in named}, attrgetter("sdk_name"))
         self._direct = [i.sdk for i in direct]
         self.code_tool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
                                  max_sessions=max_sessions, runtime=runtime, store=store)
@@ -273,7 +274,7 @@ class CodeModeToolset(Closing):
             for server in self.mcp_servers:
                 inners += await mcp_inners(server, ctx, agent)
             if self.mcp_servers and self.callers:
-                inners, _ = split_callers(inners, self.callers, _sdk_name)
+                inners, _ = split_callers(inners, self.callers, attrgetter("sdk_name"))
             listing = self._listings[run] = _Listing(inners, Toolbox(
                 lambda sandbox: [self._bind(sandbox, i) for i in inners],
                 fingerprint(i.tool for i in inners)))
@@ -377,9 +378,6 @@ def _code(arguments: str) -> str:
         raise TypeError('expected JSON arguments {"code": "<python source>"}')
     return code
 
-
-def _sdk_name(inner: Inner) -> str:
-    return inner.sdk_name
 
 
 def _sensitive(ctx: ToolContext[Any]) -> bool:

@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from typing_extensions import Self
@@ -144,7 +145,8 @@ class CodeModeProxy(Starting):
         everything = [(server, tool) for server in self.servers.values()
                       for tool in server.tools()]
         try:
-            tools, direct = split_callers([t for _, t in everything], self.callers, _name)
+            tools, direct = split_callers([t for _, t in everything], self.callers,
+                                          attrgetter("name"))
         except ValueError:
             await self._close_servers()
             raise
@@ -386,9 +388,6 @@ class CodeModeProxy(Starting):
         if code_tool is not None and code_tool.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
 
-
-def _name(tool: Tool) -> str:
-    return tool.name
 
 
 def _content(types: Any, reply: ProxyReply) -> list[Any]:

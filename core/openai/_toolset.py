@@ -15,6 +15,7 @@ import copy
 import inspect
 import json
 from collections.abc import Hashable, Iterable, Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,6 @@ def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
     return function_tools, passthrough
 
 
-def _name(tool: Tool) -> str:
-    return tool.name
-
 
 def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
@@ -131,7 +129,7 @@ class ToolIsCode(Closing):
         self._callback = callback
         self._llm = llm
         every, self._passthrough = _split(tools)
-        self._tools, direct = split_callers(every, callers, _name)
+        self._tools, direct = split_callers(every, callers, attrgetter("name"))
         self._direct = {t.name: t for t in direct}
         self.registry = ToolRegistry(self._tools)
         """The tools the code can call (`llm_query` is not counted among them)."""
