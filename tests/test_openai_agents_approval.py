@@ -38,6 +38,7 @@ from agents import (  # noqa: E402
     tool_output_guardrail,
 )
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
+from agents.tool_context import ToolContext  # noqa: E402
 from tooliscode import Limits  # noqa: E402
 from tooliscode.integrations.openai_agents import CodeModeToolset  # noqa: E402
 
@@ -280,6 +281,20 @@ async def test_guardrails_and_hooks_see_inner_calls(code, timeout):
     assert [r.output.output_info for r in result.tool_input_guardrail_results] == ["clean", "spam"]
     assert [r.output.output_info for r in result.tool_output_guardrail_results] == [
         "checked noted ann"]
+
+
+async def test_without_the_sdks_executor_inner_calls_keep_guardrails_and_agent_hooks(code):
+    """The code tool called outside a run (no executor to find the run's hooks on): the
+    guardrails and the agent's hooks still see each inner call."""
+    agent_hooks = AgentSeen()
+    agent = Agent(name="support", tools=code.tools, hooks=agent_hooks)
+    arguments = json.dumps({"code": "print(notify(to='a', text='hi'))\ntry:\n"
+                                    "    notify(to='b', text='spam')\nexcept ToolError as e:\n"
+                                    "    print(e)"})
+    ctx = ToolContext(context=None, tool_name="run_python", tool_call_id="bare_1",
+                      tool_arguments=arguments, agent=agent)
+    assert await code.tool.on_invoke_tool(ctx, arguments) == "noted a\nno spam, please"
+    assert agent_hooks.events == [("start", "notify", "bare_1:1"), ("end", "notify", "bare_1:1")]
 
 
 async def test_a_tripwire_ends_the_run_as_for_a_direct_call(code):
