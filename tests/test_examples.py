@@ -53,6 +53,22 @@ def test_pydantic_ai_example() -> None:
     assert "usage: 2 model requests" in out
 
 
+def test_pydantic_ai_approval_example() -> None:
+    out, ex = run_example("pydantic_ai_approval_example"), load("pydantic_ai_approval_example")
+    late = [o for o in ex.ORDERS if o["shipped"] is None and o["due"] < "2024-05-10"]
+    decided = [(o["customer"], str(n), "rejected" if o["customer"].startswith("bob")
+                else "approved") for n, o in enumerate(late, start=2)]
+    printed = [f"{o['id']} not sent: Bob was called instead" if o["customer"].startswith("bob")
+               else f"{o['id']} sent to {o['customer']}" for o in late]
+    sent = sum(not o["customer"].startswith("bob") for o in late)
+    in_process, restored = out.split("=== from serialized state")
+    for part in (in_process, restored):
+        assert part.count("--- the run paused") == 1  # the emails were gathered: one pause
+        assert re.findall(r"send_email\(to='(\S+)'\) id=\S+:(\d+): (\w+)", part) == decided
+        assert "=== assistant: Done:\n" + "\n".join(printed) + "\n" in part
+        assert f"tools: {{'orders looked up': 1, 'emails sent': {sent}}}" in part
+
+
 def test_langchain_example() -> None:
     out, ex = run_example("langchain_example"), load("langchain_example")
     urgent = Counter(t["customer"] for t in ex.TICKETS

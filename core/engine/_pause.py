@@ -242,6 +242,11 @@ class Parking:
             self.waiting.clear()
             return out
 
+    def undecided(self, decisions: Mapping[str, Decision]) -> list[str]:
+        """The waiting calls that neither `decisions` nor those handed in before decide."""
+        with self._cond:
+            return [i for i in self.waiting if i not in self._decisions and i not in decisions]
+
     def deliver(self, decisions: Mapping[str, Decision]) -> list[str]:
         """From any thread: decisions for waiting calls; returns the ids still undecided."""
         with self._cond:
