@@ -83,16 +83,29 @@ def with_redis(figure: str, body: Callable[[str], list[Any]]) -> list[Any]:
     folder = tempfile.mkdtemp()
     server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    url = f"redis://127.0.0.1:{port}/0"
+    _until_serving(url)
     try:
-        return body(f"redis://127.0.0.1:{port}/0")
+        return body(url)
     finally:
         server.terminate()
         server.wait(10)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _until_serving(url: str, timeout_s: float = 20.0) -> None:
+    """Wait until the Redis at `url` answers a PING (it takes a moment to start)."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.2)
+    give_up = time.monotonic() + timeout_s
+    while not _pings(client, redis.RedisError) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    client.close()
+
+
+def _pings(client: Any, errors: type[Exception]) -> bool:
+    try:
+        return bool(client.ping())
+    except errors:
+        return False

@@ -27,23 +27,25 @@ NEW_PROCESS_TARGET_S = 0.050
 RUNTIMES = ("default", "data")
 
 
-def per_call_row(framework: str, runtime: str, ours_s: float, theirs_s: float) -> Row:
-    """Figure 1: pause then resume of one gated call, code against direct."""
+def per_call_row(framework: str, runtime: str, ours_s: float, theirs_s: float,
+                 note: str = "") -> Row:
+    """Figure 1: pause then resume of one gated call, code against direct (`note`: more to
+    say beside the figure)."""
     extra = ours_s - theirs_s
     return Row(f"{framework}: pause then resume in process, per gated call, beyond the "
                f"framework's own ({runtime} runtime)",
                f"{ours_s * 1e3:.1f} ms vs {theirs_s * 1e3:.1f} ms direct "
-               f"({extra * 1e3:+.1f} ms), {load()}", "<= 5 ms",
+               f"({extra * 1e3:+.1f} ms{'; ' + note if note else ''}), {load()}", "<= 5 ms",
                "ok" if extra <= PER_CALL_TARGET_S else "over")
 
 
-def new_process_row(framework: str, ours_s: float, theirs_s: float) -> Row:
+def new_process_row(framework: str, ours_s: float, theirs_s: float, note: str = "") -> Row:
     """Figure 2: resume in another process from serialized state, code against direct."""
     extra = ours_s - theirs_s
     return Row(f"{framework}: resume in a new process from serialized state over Redis, "
                "beyond the framework's own (data runtime)",
                f"{ours_s * 1e3:.1f} ms vs {theirs_s * 1e3:.1f} ms direct "
-               f"({extra * 1e3:+.1f} ms), {load()}", "<= 50 ms",
+               f"({extra * 1e3:+.1f} ms{'; ' + note if note else ''}), {load()}", "<= 50 ms",
                "ok" if extra <= NEW_PROCESS_TARGET_S else "over")
 
 
@@ -79,6 +81,21 @@ def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
     return rows
 
 
+def openai_agents_rows(samples: int = 15) -> list[Row]:
+    """The Agents SDK: `ToolApprovalItem`s for the inner calls in `result.interruptions`,
+    `state.approve` and `Runner.run(agent, state)` (approval_openai_agents.py)."""
+    import approval_openai_agents as oa
+
+    rows = []
+    for runtime in RUNTIMES:
+        measured = oa.per_call(runtime, samples)
+        rows.append(per_call_row(oa.FRAMEWORK, runtime, *measured.net(), measured.best))
+    rows += with_redis(f"{oa.FRAMEWORK}: resume in a new process", lambda url: [
+        new_process_row(oa.FRAMEWORK, *(m := oa.new_process(url, samples)).net(), m.best)])
+    rows += [calls_row(oa.FRAMEWORK, runtime, oa.calls_across(runtime)) for runtime in RUNTIMES]
+    return rows
+
+
 def langchain_rows(samples: int = 25) -> list[Row]:
     """LangChain: `CodeModeMiddleware` under `HumanInTheLoopMiddleware`, in both of its modes
     (approval_langchain.py): a turn whose code makes one reviewed call against the same turn
@@ -96,6 +113,7 @@ def langchain_rows(samples: int = 25) -> list[Row]:
 
 
 FRAMEWORKS: dict[str, Callable[[], list[Row]]] = {"pydantic_ai": pydantic_ai_rows,
+                                                  "openai_agents": openai_agents_rows,
                                                   "langchain": langchain_rows}
 """Each framework's rows, by the name `--only` takes."""
 

@@ -103,6 +103,25 @@ def test_langchain_approval_example() -> None:
     assert "the new graph finds 1 pending interrupt with 2 emails" in second
 
 
+def test_openai_agents_approval_example() -> None:
+    """Each email pauses the cell; the person approves Ann's here, rejects Bob's in a new
+    process resumed from the run's JSON, and approves Eve's there: each email is sent once,
+    by the process that approved it."""
+    out, ex = run_example("openai_agents_approval_example"), load("openai_agents_approval_example")
+    first, second = out.split("=== the paused run, as JSON, goes to a new process")
+    late = [o["customer"] for o in ex.ORDERS if not o["shipped"] and o["due"] < ex.TODAY]
+    assert late == ["ann@example.com", "bob@example.com", "eve@example.com"]
+    assert first.count("paused: send_email(") == 2 and "call call_1:2" in first
+    assert "emails sent by this process: ['ann@example.com']" in first
+    assert "restored 1 pending approval(s)" in second
+    assert "rejects send_email to bob@example.com (call_1:3)" in second
+    assert "emails sent by this process: ['eve@example.com']" in second
+    assert out.split("--- final answer ---\n", 1)[1].splitlines()[1:] == [
+        "emailed ann@example.com",
+        "did not email bob@example.com: Bob asked us not to email him",
+        "emailed eve@example.com"]
+
+
 def test_openai_agents_example() -> None:
     out, ex = run_example("openai_agents_example"), load("openai_agents_example")
     paid: Counter[str] = Counter()

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from ..errors import ToolIsCodeError
 
 __all__ = ["CallInfo", "CallPaused", "CallRecord", "CellLog", "Decision", "Parking",
-           "PendingCall", "current_call"]
+           "PendingCall", "StopCell", "current_call"]
 
 
 class CallPaused(ToolIsCodeError):
@@ -43,6 +43,11 @@ class CallPaused(ToolIsCodeError):
         super().__init__(message)
         self.kind = kind
         self.metadata = metadata
+
+
+class StopCell(ToolIsCodeError):
+    """Raised by a tool: the cell stops at this call, and the code cannot catch it and go on
+    (a framework's guardrail that ends the whole run, for example). The message says why."""
 
 
 @dataclass(frozen=True)

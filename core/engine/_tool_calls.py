@@ -31,6 +31,7 @@ from ._pause import (
     Decision,
     Parking,
     PendingCall,
+    StopCell,
     in_call,
 )
 from ._result import ToolCallRecord
@@ -209,6 +210,9 @@ class CellCalls:
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError, cf.TimeoutError)):
             kind = "timeout"
             error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
+        elif isinstance(exc, StopCell):
+            self.cancelled = True  # nothing more runs in this cell
+            kind, error = "stop", str(exc)
         else:
             kind, error = "error", self._fit(_message(exc))
         self._record(tool, arguments, started, error)
