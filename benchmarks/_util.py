@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
+import socket
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Row(NamedTuple):
@@ -60,3 +64,48 @@ def table(rows: list[tuple[str, ...]] | list[Row],
     line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(head), sep, *map(line, rows)])
+
+
+def load() -> str:
+    """The 1-minute load average, shown beside wall-clock figures (above 2 they are noisy)."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def with_redis(figure: str, body: Callable[[str], list[Any]]) -> list[Any]:
+    """`body(url)` with a private Redis server on loopback, stopped after; one row saying so
+    when there is no redis-server."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return [Row(figure, "no redis-server", "-", "-")]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder = tempfile.mkdtemp()
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    _until_serving(url)
+    try:
+        return body(url)
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _until_serving(url: str, timeout_s: float = 20.0) -> None:
+    """Wait until the Redis at `url` answers a PING (it takes a moment to start)."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.2)
+    give_up = time.monotonic() + timeout_s
+    while not _pings(client, redis.RedisError) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    client.close()
+
+
+def _pings(client: Any, errors: type[Exception]) -> bool:
+    try:
+        return bool(client.ping())
+    except errors:
+        return False

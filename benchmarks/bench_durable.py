@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from pathlib import Path
 
-from _util import Row, table
+from _util import Row, table, with_redis
 from tooliscode import Limits, Session
 
 ROWS = "data = [{{'id': i, 'name': f'item {{i}}', 'tags': ['a', 'b']}} for i in range({n})]"
@@ -172,20 +169,6 @@ class _Worker:
         self.proc.wait(30)
 
 
-def _redis() -> tuple[subprocess.Popen, str, str] | None:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    folder = tempfile.mkdtemp()
-    server = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                               "--dir", folder], stdout=subprocess.DEVNULL)
-    time.sleep(0.5)
-    return server, f"redis://127.0.0.1:{port}/0", folder
-
-
 def _cells(workers: list[_Worker], key: str, cells: int, pick=None) -> list[float]:
     """Seconds per cell `n += 1` of conversation `key`, each sent to `pick(i)`'s worker."""
     samples = []
@@ -195,18 +178,6 @@ def _cells(workers: list[_Worker], key: str, cells: int, pick=None) -> list[floa
         worker.call(key, "n = globals().get('n', 0) + 1")
         samples.append(time.perf_counter() - start)
     return samples
-
-
-def _with_redis(figure: str, body) -> list[Row]:
-    redis = _redis()
-    if redis is None:
-        return [Row(figure, "no redis-server", "-", "-")]
-    server, url, folder = redis
-    try:
-        return body(url)
-    finally:
-        server.terminate()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _move_rows(runtime: str, cells: int = 20) -> list[Row]:
@@ -235,7 +206,7 @@ def _move_rows(runtime: str, cells: int = 20) -> list[Row]:
                     f"{stay * 1e3:.1f} ms vs {early * 1e3:.1f} ms ({durable * 1e3:+.1f} ms), "
                     f"{_load()}", "reported", "info")]
 
-    return _with_redis(figure, measure)
+    return with_redis(figure, measure)
 
 
 def _fleet_rows(runtime: str, conversations: int = 8, cells: int = 10) -> list[Row]:
@@ -261,7 +232,7 @@ def _fleet_rows(runtime: str, conversations: int = 8, cells: int = 10) -> list[R
         return [Row(figure, f"{p50 * 1e3:.1f} / {p99 * 1e3:.1f} ms over {len(samples)} cells, "
                             f"{_load()}", "reported", "info")]
 
-    return _with_redis(figure, measure)
+    return with_redis(figure, measure)
 
 
 def rows() -> list[Row]:

@@ -31,6 +31,7 @@ GROUPS = [
     ("Peers and adapters", "bench_peers"),
     ("More adapters: Google ADK, LlamaIndex, CrewAI", "bench_adapter_calls"),
     ("Agent Framework and smolagents", "bench_frameworks"),
+    ("Approval inside code", "bench_approval"),
     ("Data runtime", "bench_data"),
 ]
 

@@ -18,6 +18,8 @@ __all__ = ["MOVED", "REMOVED_IN", "install"]
 
 REMOVED_IN = "0.3.0"
 MOVED: dict[str, tuple[str, str]] = {
+    # Not here: old paths whose last part is now a public name of the package
+    # (`tooliscode.prompt.render`): importing them would rebind that name to the module.
     # old path: (the module now, the public place to import its names from)
     "tooliscode.loop": ("tooliscode.openai._loop", "tooliscode.openai"),
     "tooliscode.streaming": ("tooliscode.openai._streaming", "tooliscode.openai"),
@@ -29,9 +31,7 @@ MOVED: dict[str, tuple[str, str]] = {
     "tooliscode.tools.registry": ("tooliscode.tools._registry", "tooliscode.tools"),
     "tooliscode.tools.schema": ("tooliscode.tools._schema", "tooliscode.tools"),
     "tooliscode.tools.stubs": ("tooliscode.tools._stubs", "tooliscode.tools"),
-    "tooliscode.prompt.catalog": ("tooliscode.prompt._catalog", "tooliscode.prompt"),
     "tooliscode.prompt.codetool": ("tooliscode.prompt._guide", "tooliscode.prompt"),
-    "tooliscode.prompt.render": ("tooliscode.prompt._render", "tooliscode.prompt"),
     "tooliscode.prompt.images": ("tooliscode.prompt._images", "tooliscode.prompt"),
     "tooliscode.prompt.tokens": ("tooliscode.prompt._tokens", "tooliscode.prompt"),
     "tooliscode.engine.limits": ("tooliscode.engine._limits", "tooliscode.engine"),

@@ -1,8 +1,10 @@
 """The tools behind an Agents SDK code tool: function tools and MCP tools, as the SDK runs them.
 
-Each becomes a tooliscode `Tool` declaration (what the sandbox shows and calls) and a `run`
-coroutine that calls the real tool with a `ToolContext`; `openai_agents.CodeModeToolset`
-wraps every call in its span and approval check.
+Each becomes a tooliscode `Tool` declaration (what the sandbox shows and calls), a `run`
+coroutine that calls the real tool with a `ToolContext`, and the SDK's `FunctionTool` for it
+(the tool itself, the SDK's conversion of an MCP tool, or a stand-in for a plain function):
+the one approval policies, guardrails and hooks are given, as for a direct call.
+`openai_agents.CodeModeToolset` wraps every call in its span, approval and guardrails.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -34,7 +37,8 @@ from tooliscode import MCPServer, Tool, ToolError, as_tool
 from tooliscode.mcp import mcp_namespace, mcp_tool
 from tooliscode.tools import python_name
 
-__all__ = ["Inner", "as_inner", "as_tool_error", "maybe", "mcp_inners", "plain"]
+__all__ = ["Inner", "as_inner", "as_tool_error", "function_tool", "maybe", "mcp_inners",
+           "plain"]
 
 
 @dataclass
@@ -43,10 +47,23 @@ class Inner:
 
     tool: Tool
     run: Callable[[ToolContext[Any], dict[str, Any]], Awaitable[Any]]
-    sdk_name: str
-    needs_approval: Any = False
+    sdk: FunctionTool
+    """The tool as the SDK knows it: its name, approval policy and guardrails, and what
+    hooks are given."""
     timeout_error: Callable[..., Any] | None = None
     mcp_server: str | None = None
+
+    @property
+    def sdk_name(self) -> str:
+        return self.sdk.name
+
+    @property
+    def needs_approval(self) -> Any:
+        return self.sdk.needs_approval
+
+    @property
+    def guarded(self) -> bool:
+        return bool(self.sdk.tool_input_guardrails or self.sdk.tool_output_guardrails)
 
 
 def as_inner(obj: Any) -> Inner:
@@ -57,7 +74,7 @@ def as_inner(obj: Any) -> Inner:
         raise TypeError(f"code can call function tools only, not {type(obj).__name__}; give "
                         "hosted tools to the Agent itself")
     tool = as_tool(obj)
-    return Inner(tool, _run_tool(tool), tool.name)
+    return Inner(tool, _run_tool(tool), function_tool(tool))
 
 
 def _function_tool(ft: FunctionTool) -> Inner:
@@ -77,7 +94,7 @@ def _function_tool(ft: FunctionTool) -> Inner:
         return await invoke_function_tool(function_tool=runnable, context=ctx,
                                           arguments=ctx.tool_arguments)
 
-    return Inner(declared, run, ft.name, ft.needs_approval, ft.timeout_error_function)
+    return Inner(declared, run, ft, ft.timeout_error_function)
 
 
 def _raising(ft: FunctionTool) -> FunctionTool:
@@ -119,6 +136,19 @@ def _run_tool(tool: Tool) -> Callable[[ToolContext[Any], dict[str, Any]], Awaita
     return run
 
 
+def function_tool(tool: Tool, name: str | None = None) -> FunctionTool:
+    """A tooliscode `Tool` as an SDK `FunctionTool` that runs it: for the model to call
+    directly, and what hooks are given for its calls from code."""
+    run = _run_tool(tool)
+
+    async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
+        return plain(await run(ctx, json.loads(arguments or "{}")))
+
+    return FunctionTool(name=name or tool.python_name, description=tool.description,
+                        params_json_schema=dict(tool.parameters), on_invoke_tool=invoke,
+                        strict_json_schema=False)
+
+
 async def _agents_mcp(server: AgentsMCPServer, ctx: RunContextWrapper[Any],
                       agent: Any) -> list[Inner]:
     """An SDK MCP server's tools (its filter and approval policy applied); calls go straight to
@@ -127,13 +157,13 @@ async def _agents_mcp(server: AgentsMCPServer, ctx: RunContextWrapper[Any],
     found = []
     for spec in await server.list_tools(ctx, agent):
         tool = mcp_tool(spec, namespace, server.call_tool)
-        policy = MCPUtil.to_function_tool(spec, server, False, agent=agent).needs_approval
-        found.append(Inner(tool, _run_tool(tool), spec.name, policy, mcp_server=server.name))
+        sdk = MCPUtil.to_function_tool(spec, server, False, agent=agent)  # policy, guardrails
+        found.append(Inner(tool, _run_tool(tool), sdk, mcp_server=server.name))
     return found
 
 
 def _our_mcp(server: MCPServer) -> list[Inner]:
-    return [Inner(t, _run_tool(t), t.metadata.get("mcp_tool", t.name),
+    return [Inner(t, _run_tool(t), function_tool(t, t.metadata.get("mcp_tool", t.name)),
                   mcp_server=server.namespace) for t in server.tools()]
 
 

@@ -11,17 +11,29 @@ back as the tool's content with `status="error"`.
 
 One interpreter per conversation: the `thread_id` in the run config picks it (LangGraph puts
 it there from the checkpointer config). Without one, the tool keeps a single interpreter.
+
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
+    agent = create_agent(model, middleware=[CodeModeMiddleware([find_orders, send_email],
+                                                               hitl=hitl), hitl],
+                         checkpointer=saver)
+
+`CodeModeMiddleware`, listed first, gives the agent the code tool and sends each call the code
+makes through the agent's tool-call middleware, so they see it as a direct call; a call the
+human-in-the-loop middleware reviews pauses the cell and interrupts the graph as a direct call
+would, and `Command(resume=...)` continues the cell where it stopped.
 """
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
@@ -39,16 +51,16 @@ from tooliscode.prompt import (
     instructions,
 )
 from tooliscode.runtime import Runtime, python_note
+from tooliscode.tools import Caller, split_callers
 
-__all__ = ["CodeModeTool", "as_langchain_tool"]
+from ._langchain_approval import Gate, Invocation, inner_call
+from ._langchain_chain import Chain, CodeCall, Turn, async_only, outer_id
 
+__all__ = ["CodeModeMiddleware", "CodeModeTool", "as_langchain_tool"]
 
-@dataclass(frozen=True)
-class _Turn:
-    """What the running cell's inner calls need: the config carrying the child callbacks."""
-
-    config: RunnableConfig
-    is_async: bool
+_chain: contextvars.ContextVar[tuple[Chain, Gate | None] | None] = contextvars.ContextVar(
+    "tooliscode_langchain_chain", default=None)
+"""Set by `CodeModeMiddleware` around the `run_python` call it passes down the chain."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +74,15 @@ class _InnerTool:
 
     sandbox: Sandbox
     tool: BaseTool
+    call: CodeCall
 
     def __call__(self, /, **arguments: Any) -> Any:
         turn = self.sandbox.context
-        if not isinstance(turn, _Turn):
+        if not isinstance(turn, Turn):
             raise ToolError("tools can only be called while the code tool runs")
-        if turn.is_async or _async_only(self.tool):
+        if turn.chain is not None:
+            return inner_call(turn, self.call, arguments)
+        if turn.is_async or async_only(self.tool):
             return self._ainvoke(arguments, turn.config)
         try:
             return self.tool.invoke(arguments, turn.config)
@@ -79,10 +94,6 @@ class _InnerTool:
             return await self.tool.ainvoke(arguments, config)
         except ToolException as exc:
             raise ToolError(str(exc)) from None
-
-
-def _async_only(tool: BaseTool) -> bool:
-    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
 def _langchain_tools(items: Iterable[Any]) -> list[BaseTool]:
@@ -122,13 +133,21 @@ class CodeModeTool(BaseTool):
     """How to use the code tool and the tool catalog, for a system prompt."""
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
+    _calls: dict[str, CodeCall] = PrivateAttr(default_factory=dict)
+    _direct: list[BaseTool] = PrivateAttr(default_factory=list)
     _declarations: list[Tool] = PrivateAttr(default_factory=list)
     _code: CodeTool = PrivateAttr()
 
     @property
     def tools(self) -> list[BaseTool]:
-        """The wrapped tools."""
+        """The wrapped tools (the ones the code can call)."""
         return list(self._tools)
+
+    @property
+    def direct_tools(self) -> list[BaseTool]:
+        """The tools `callers` gives the model itself ("direct" or "both"): give them to the
+        agent beside this one (`CodeModeMiddleware` does)."""
+        return list(self._direct)
 
     @property
     def code_tool(self) -> CodeTool:
@@ -136,18 +155,37 @@ class CodeModeTool(BaseTool):
         return self._code
 
     def _bind(self, sandbox: Sandbox) -> list[Tool]:
-        return [dataclasses.replace(d, function=_InnerTool(sandbox, t))
+        return [dataclasses.replace(d, function=_InnerTool(sandbox, t, self._calls[t.name]))
                 for d, t in zip(self._declarations, self._tools)]
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
              *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        return _answer(self.code_tool.run_code(
-            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), False)))
+        key, turn = _thread_id(config), self._turn(config, run_manager, False)
+        if turn.chain is None:
+            return _answer(self.code_tool.run_code(code, key=key, context=turn))
+        return _answer(self._invocation(code, key, turn).run())
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
                     *, config: RunnableConfig) -> str | list[dict[str, Any]]:
-        return _answer(await self.code_tool.arun_code(
-            code, key=_thread_id(config), context=_Turn(_child(config, run_manager), True)))
+        key, turn = _thread_id(config), self._turn(config, run_manager, True)
+        if turn.chain is None:
+            return _answer(await self.code_tool.arun_code(code, key=key, context=turn))
+        return _answer(await self._invocation(code, key, turn).arun())
+
+    def _invocation(self, code: str, key: Any, turn: Turn) -> Invocation:
+        assert turn.chain is not None
+        return Invocation(self.code_tool, code, key, outer_id(turn.chain.request), turn,
+                          self._calls)
+
+    def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
+        """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""
+        chained = _chain.get()
+        if chained is None:
+            return Turn(_child(config, run_manager), is_async)
+        chain, gate = chained
+        return Turn(_child(config, run_manager), is_async, chain=chain,
+                    context=contextvars.copy_context(), gate=gate,
+                    pause_s=(self.code_tool.limits or Limits()).pause_s)
 
     # -- conversations ------------------------------------------------------------------
 
@@ -194,7 +232,8 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
                       name: str = CODE_TOOL_NAME, instructions_in_description: bool = True,
                       idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
                       describe_names: bool = True, runtime: Runtime | str | None = None,
-                      store: SessionStore | Keeper | None = None) -> CodeModeTool:
+                      store: SessionStore | Keeper | None = None,
+                      callers: Mapping[str, Caller] | None = None) -> CodeModeTool:
     """One LangChain tool that runs code calling `tools` (BaseTools, callables, a toolkit).
 
     The catalog of tools goes in the tool's description unless `instructions_in_description`
@@ -202,8 +241,11 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
     idle for `idle_timeout_s` lose their interpreter; at most `max_sessions` are kept.
     `runtime="data"` gives the code numpy, pandas and matplotlib; `store=` keeps each thread's
     interpreter in a store that every worker process shares (`tooliscode.durable`).
+    `callers={"name": "direct" | "both"}` keeps a tool for the model to call itself (left out
+    of the code's functions for "direct"): they are `tool.direct_tools`.
     """
-    wrapped = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
+    found = _langchain_tools(tools.get_tools() if isinstance(tools, BaseToolkit) else tools)
+    wrapped, direct = split_callers(found, callers, lambda t: t.name)
     declarations = [_declaration(t) for t in wrapped]
     registry = ToolRegistry(declarations)
     guide = instructions(registry, name, python=python_note(runtime))
@@ -211,8 +253,59 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit, *, limits: Limits | No
         name=name, args_schema=copy.deepcopy(CODE_TOOL_SCHEMA), instructions=guide,
         description=guide if instructions_in_description else code_tool_description(registry, name))
     tool._tools = wrapped
+    tool._calls = {t.name: CodeCall.of(t) for t in wrapped}
+    tool._direct = direct
     tool._declarations = declarations
     tool._code = CodeTool(Toolbox(tool._bind), limits=limits, describe_names=describe_names,
                           idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
                           runtime=runtime, store=store)
     return tool
+
+
+class CodeModeMiddleware(AgentMiddleware):
+    """Code mode as agent middleware: gives the agent `run_python` over `tools` (and the
+    tools `callers` keeps for the model), and sends every call the code makes through the
+    agent's `wrap_tool_call` middleware listed after this one, as a call of its own.
+
+    List it first in `middleware=[...]`. Pass the agent's `HumanInTheLoopMiddleware` as
+    `hitl`: in `batched` mode the calls the code makes to the tools it reviews pause the cell
+    and interrupt the graph with its request (in `per_call` mode it asks about them itself,
+    in the chain). `tools` may be a `CodeModeTool` already made; otherwise the other options
+    are `as_langchain_tool`'s.
+    """
+
+    def __init__(self, tools: CodeModeTool | Iterable[Any] | BaseToolkit, *,
+                 hitl: HumanInTheLoopMiddleware | None = None, **options: Any):
+        super().__init__()
+        self.tool = tools if isinstance(tools, CodeModeTool) else as_langchain_tool(tools,
+                                                                                   **options)
+        """The code tool, registered with the agent by this middleware."""
+        self.hitl = hitl
+        self.tools = [self.tool, *self.tool.direct_tools]
+        self._gate = Gate(hitl) if hitl is not None else None
+
+    @property
+    def code_tool(self) -> CodeTool:
+        return self.tool.code_tool
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        if request.tool_call["name"] != self.tool.name:
+            return handler(request)
+        token = _chain.set((Chain(request, handler), self._gate))
+        try:
+            return handler(request)
+        finally:
+            _chain.reset(token)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        if request.tool_call["name"] != self.tool.name:
+            return await handler(request)
+        token = _chain.set((Chain(request, handler), self._gate))
+        try:
+            return await handler(request)
+        finally:
+            _chain.reset(token)
+
+    def close(self) -> None:
+        """Close every interpreter."""
+        self.tool.close()

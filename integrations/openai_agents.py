@@ -4,10 +4,15 @@
     agent = Agent(name="Assistant", instructions=code.instructions("Be brief."), tools=[code.tool])
 
 The model sees one tool, `run_python`, and a catalog of the wrapped tools as Python functions.
-Each call the code makes runs the real tool the way the SDK would: with a `ToolContext` built
-from the code tool's own, within the tool's timeout, after its approval policy, as a function
-span nested under the code tool's span. A failed call raises `ToolError` in the code; nothing
-a cell does fails the run.
+Each call the code makes runs the real tool the way the SDK runs a direct call: with a
+`ToolContext` built from the code tool's own, within the tool's timeout, after its approval
+policy, between its guardrails and the run's and agent's tool hooks, as a function span nested
+under the code tool's span. A failed call raises `ToolError` in the code; nothing a cell does
+fails the run, except a guardrail's tripwire, which ends it as it would a direct call.
+
+A call that needs approval pauses the cell: the run ends with a `ToolApprovalItem` for that
+inner call in `result.interruptions` (see `_agents_gate.py`), and `Runner.run(agent, state)`
+after `state.approve(item)` / `state.reject(item)` continues the cell where it stopped.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import inspect
 import itertools
 import json
 import threading
-import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+import uuid
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from agents import (
@@ -35,12 +41,18 @@ from agents import (
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.tool_context import ToolContext
 from agents.tracing import SpanError, function_span
+from agents.util._approvals import evaluate_function_tool_approval
 from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, prompt
 from tooliscode.codetool import Closing, CodeTool, Reply, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
+from tooliscode.engine import CallInfo, CallPaused, Decision, StopCell, current_call
 from tooliscode.prompt import data_url
 from tooliscode.runtime import Runtime, python_note
+from tooliscode.tools import Caller, check_callers, split_callers
 
+from ._agents_gate import Gate, Resumed
+from ._agents_pipeline import TRIPWIRES, RunParts, guarded_call
+from ._agents_runs import RunKeys
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
 
 __all__ = ["ApprovalCallback", "CodeModeToolset", "ConversationKey"]
@@ -54,11 +66,19 @@ ConversationKey = Callable[[RunContextWrapper[Any]], "Hashable | None"]
 @dataclass
 class _Cell:
     """What the calls of the running cell need: the code tool's context and context variables
-    (the current trace and span among them), captured on the runner's loop."""
+    (the current trace and span among them), captured on the runner's loop, and the run's
+    hooks and guardrail results."""
 
     ctx: ToolContext[Any]
     context: contextvars.Context
     sensitive: bool
+    parts: RunParts
+    pausable: bool = False
+    """A call that needs approval pauses the cell (else, with no `approve`, it is refused)."""
+    always: Mapping[str, Decision] = field(default_factory=dict)
+    """Decisions a person made for every call of a tool (`always_approve`, `always_reject`)."""
+    tripped: Exception | None = None
+    """A guardrail's tripwire: the cell stopped, and the run ends with it."""
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
 
@@ -70,6 +90,11 @@ class _Listing:
     inners: list[Inner]
     toolbox: Toolbox
 
+    @property
+    def gated(self) -> bool:
+        """Whether any call may need approval (only then are calls given ids and logged)."""
+        return any(i.needs_approval is not False for i in self.inners)
+
 
 class CodeModeToolset(Closing):
     """One `run_python` tool over function tools and MCP servers, for an `Agent`.
@@ -79,16 +104,22 @@ class CodeModeToolset(Closing):
     tools or plain callables; `mcp_servers` takes the SDK's MCP servers (connected by you, as
     for `Agent(mcp_servers=...)`) and started `tooliscode.MCPServer`s.
 
-    The interpreter lives for one `Runner.run`. Pass `conversation` to keep it across runs:
-    a key (one interpreter for every run of this toolset) or a function of the run context
-    returning the conversation's key. Tools whose `needs_approval` says so are refused unless
-    `approve` allows the call.
+    The interpreter lives for one `Runner.run` (and the runs that resume it). Pass
+    `conversation` to keep it across runs: a key (one interpreter for every run of this
+    toolset) or a function of the run context returning the conversation's key; with a `store`
+    too, a conversation (and a cell paused in it) continues in any process.
+
+    A call whose `needs_approval` (or MCP `require_approval`) says so pauses the cell, and
+    the run ends with a `ToolApprovalItem` for it; or give `approve` to decide in this process
+    instead. `callers` names tools the model calls itself: "direct" ones are left out of the
+    code and given to the agent beside the code tool (`tools`), "both" ones are in each.
     """
 
     def __init__(self, tools: Iterable[Any] = (), *, mcp_servers: Iterable[Any] = (),
                  limits: Limits | None = None, name: str = prompt.CODE_TOOL_NAME,
                  conversation: Hashable | ConversationKey | None = None,
-                 approve: ApprovalCallback | None = None, max_sessions: int | None = 64,
+                 approve: ApprovalCallback | None = None,
+                 callers: Mapping[str, Caller] | None = None, max_sessions: int | None = 64,
                  idle_timeout_s: float | None = 1800.0, runtime: Runtime | str | None = None,
                  store: SessionStore | Keeper | None = None):
         self.limits = limits
@@ -99,18 +130,34 @@ class CodeModeToolset(Closing):
         for server in self.mcp_servers:
             if not isinstance(server, (AgentsMCPServer, MCPServer)):
                 raise TypeError(f"not an MCP server: {server!r}")
-        self._static = [as_inner(t) for t in tools]
+        inners = [as_inner(t) for t in tools]
+        self.callers = check_callers(callers, [*(i.sdk_name for i in inners),
+                                               *((callers or {}) if self.mcp_servers else ())])
+        """Who calls each tool (the MCP servers' tools are checked when they are listed)."""
+        named = {i.sdk_name for i in inners}
+        self._static, direct = split_callers(
+            inners, {k: v for k, v in self.callers.items() if k in named}, attrgetter("sdk_name"))
+        self._direct = [i.sdk for i in direct]
         self.code_tool = CodeTool(limits=limits, idle_timeout_s=idle_timeout_s,
                                  max_sessions=max_sessions, runtime=runtime, store=store)
         """The interpreters: one per run, or per conversation."""
-        self._runs: dict[int, weakref.finalize] = {}
         self._listings: dict[int, _Listing] = {}
+        self._runs = RunKeys(self._drop, self._forget_run)
         self._finals: dict[str, Any] = {}
-        self.tool = FunctionTool(
+        self._always: dict[Hashable, dict[str, Decision]] = {}
+        self._gate = Gate(name)
+        self.tool = self._gate.adopt(FunctionTool(
             name=name, params_json_schema=dict(prompt.CODE_TOOL_SCHEMA),
             on_invoke_tool=self._run_code,
             description=prompt.code_tool_description(
-                ToolRegistry(i.tool for i in self._static), name))
+                ToolRegistry(i.tool for i in self._static), name)))
+
+    @property
+    def tools(self) -> list[FunctionTool]:
+        """For `Agent(tools=...)`: the code tool, then the tools `callers` gives the model to
+        call directly ("direct" and "both"). An MCP server's direct tools reach the model
+        through the agent's own `mcp_servers`."""
+        return [self.tool, *self._direct]
 
     # -- what the agent uses -------------------------------------------------------------
 
@@ -152,47 +199,82 @@ class CodeModeToolset(Closing):
     # -- the code tool -------------------------------------------------------------------
 
     async def _run_code(self, ctx: ToolContext[Any], arguments: str) -> str | list[Any]:
-        """What the SDK calls: run the cell, return what the model reads; errors become text."""
+        """What the SDK calls: run the cell (or continue the paused one), return what the
+        model reads; errors become text. A paused cell ends the call with the gate's
+        approval items instead (its text never reaches the model)."""
+        self._runs.sweep()
         try:
             code = _code(arguments)
+            resumed = await self._gate.resumed(ctx)
             listing = await self._list(ctx, ctx.agent)
-            cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx))
-            reply = await self.code_tool.arun_code(code, key=self._key(ctx), context=cell,
-                                                  tools=listing.toolbox)
+            key = self._key(ctx, resumed)
+            always = self._always.setdefault(key, {})
+            if resumed is not None:
+                always.update(resumed.always)
+            pausable = self.approve is None and ctx.tool_call is not None
+            cell = _Cell(ctx, contextvars.copy_context(), _sensitive(ctx), RunParts.of(ctx),
+                         pausable, always)
+            call_id = ctx.tool_call_id if resumed is not None or (pausable and listing.gated) \
+                else None
+            if resumed is None and call_id is not None and self._paused_for(key) == call_id:
+                # A new call reusing the id of a pause its run left behind (scripted models
+                # and some providers reuse ids): a cell in between gives that pause up.
+                await self.code_tool.arun_code("None", key=key, tools=listing.toolbox)
+            reply = await self.code_tool.arun_code(
+                code, key=key, context=cell, tools=listing.toolbox, call_id=call_id,
+                decisions=resumed.decisions if resumed is not None else None)
+            if reply.paused and cell.tripped is None:
+                await self._pause(ctx, key, listing, reply)
+                return reply.text
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
+        if cell.tripped is not None:
+            raise cell.tripped  # a guardrail's tripwire ends the run, as for a direct call
         if reply.has_final:
             self._finals[ctx.tool_call_id] = reply.final
             while len(self._finals) > 64:  # kept for tool_use_behavior, if the agent uses it
                 self._finals.pop(next(iter(self._finals)))
         return _with_images(reply)
 
-    def _key(self, ctx: RunContextWrapper[Any]) -> Hashable:
+    async def _pause(self, ctx: ToolContext[Any], key: Hashable, listing: _Listing,
+                     reply: Reply) -> None:
+        """End the call with an approval item per waiting call; a run's interpreter is held
+        for the run that continues it."""
+        token = uuid.uuid4().hex
+        if key[0] == "run":
+            self._runs.hold(key, token, ctx.tool_call, (self.code_tool.limits or Limits()).pause_s)
+        by_host = {i.tool.name: i.sdk for i in listing.inners}
+        await self._gate.pause(ctx, [(p, by_host[p.tool]) for p in reply.paused], token)
+
+    def _key(self, ctx: RunContextWrapper[Any], resumed: Resumed | None = None) -> Hashable:
         choose = self.conversation
         key = choose(ctx) if callable(choose) else choose
-        return ("run", self._run(ctx)) if key is None else ("conversation", key)
+        if key is not None:
+            return ("conversation", key)
+        return self._runs.key(ctx.usage, resumed.token if resumed is not None else None)
 
-    def _run(self, ctx: RunContextWrapper[Any]) -> int:
-        """The run's id: one usage object per run, shared by every context made from it."""
-        run = id(ctx.usage)
-        if run not in self._runs:
-            done = self._runs[run] = weakref.finalize(ctx.usage, self._forget_run, run)
-            done.atexit = False
-        return run
+    def _paused_for(self, key: Hashable) -> str | None:
+        sandbox = self.code_tool.get(key)
+        session = sandbox.session if sandbox is not None else None
+        return session.paused_for if session is not None else None
 
     def _forget_run(self, run: int) -> None:
-        """The run is gone: close its interpreter, off whatever thread the collector is on."""
-        self._runs.pop(run, None)
         self._listings.pop(run, None)
-        threading.Thread(target=self.code_tool.drop, args=(("run", run),), daemon=True).start()
+
+    def _drop(self, key: Hashable) -> None:
+        """Close an interpreter, off whatever thread the collector is on."""
+        self._always.pop(key, None)
+        threading.Thread(target=self.code_tool.drop, args=(key,), daemon=True).start()
 
     async def _list(self, ctx: RunContextWrapper[Any], agent: Any) -> _Listing:
-        run = self._run(ctx)
+        run = self._runs.run(ctx.usage)
         listing = self._listings.get(run)
         if listing is None:
             inners = list(self._static)
             for server in self.mcp_servers:
                 inners += await mcp_inners(server, ctx, agent)
+            if self.mcp_servers and self.callers:
+                inners, _ = split_callers(inners, self.callers, attrgetter("sdk_name"))
             listing = self._listings[run] = _Listing(inners, Toolbox(
                 lambda sandbox: [self._bind(sandbox, i) for i in inners],
                 fingerprint(i.tool for i in inners)))
@@ -207,28 +289,41 @@ class CodeModeToolset(Closing):
             cell = sandbox.context
             if not isinstance(cell, _Cell):
                 raise ToolError("tools can be called only while a cell runs")
-            call = self._call(cell, inner, arguments)
+            call = self._call(cell, inner, arguments, current_call())
             return await cell.context.copy().run(asyncio.ensure_future, call)
 
         return dataclasses.replace(inner.tool, function=function)
 
-    async def _call(self, cell: _Cell, inner: Inner, arguments: dict[str, Any]) -> Any:
+    async def _call(self, cell: _Cell, inner: Inner, arguments: dict[str, Any],
+                    info: CallInfo | None) -> Any:
         name = inner.tool.name
         text = json.dumps(arguments, ensure_ascii=False)
         with function_span(name, input=text if cell.sensitive else None) as span:
             if inner.mcp_server is not None:
                 span.span_data.mcp_data = {"server": inner.mcp_server}
-            call_id = f"{cell.ctx.tool_call_id}:{next(cell.ids)}"
+            call_id = info.id if info is not None else \
+                f"{cell.ctx.tool_call_id}:{next(cell.ids)}"
             ctx = ToolContext.from_agent_context(
                 cell.ctx, call_id, tool_name=inner.sdk_name, tool_arguments=text,
                 agent=cell.ctx.agent, run_config=cell.ctx.run_config)
             try:
-                await self._check_approval(inner, ctx, arguments, call_id)
-                value = plain(await inner.run(ctx, arguments))
+                if info is None or not info.approved:
+                    await self._check_approval(cell, inner, ctx, arguments, info)
+                if inner.guarded or cell.parts.hooks:
+                    value = await guarded_call(cell.parts, inner.sdk, ctx,
+                                               lambda: inner.run(ctx, arguments))
+                else:
+                    value = await inner.run(ctx, arguments)
+                value = plain(value)
+            except CallPaused:
+                raise
             except Exception as exc:
                 error = await as_tool_error(exc, inner, ctx)
                 span.set_error(SpanError(message="Error running tool", data={
                     "tool_name": name, "error": str(error) if cell.sensitive else "(redacted)"}))
+                if isinstance(exc, TRIPWIRES):
+                    cell.tripped = exc  # the run ends with it once the cell has stopped
+                    raise StopCell(f"{name}: a guardrail ended the run") from exc
                 if error is exc:
                     raise
                 raise error from exc
@@ -236,18 +331,30 @@ class CodeModeToolset(Closing):
                 span.span_data.output = value
             return value
 
-    async def _check_approval(self, inner: Inner, ctx: ToolContext[Any],
-                              arguments: dict[str, Any], call_id: str) -> None:
-        policy = inner.needs_approval
-        needed = await maybe(policy(ctx, arguments, call_id)) if callable(policy) else policy
-        if not needed:
+    async def _check_approval(self, cell: _Cell, inner: Inner, ctx: ToolContext[Any],
+                              arguments: dict[str, Any], info: CallInfo | None) -> None:
+        """Whether the call may run now: its policy, evaluated as the SDK evaluates a direct
+        call's; then `approve`, a decision for all of the tool's calls, or a pause."""
+        if inner.needs_approval is False:
+            return
+        evaluation = await evaluate_function_tool_approval(inner.sdk, ctx, ctx.tool_arguments,
+                                                           ctx.tool_call_id)
+        if evaluation.outcome != "require_approval":
             return
         name = inner.tool.qualified_name
-        if self.approve is None:
-            raise ToolError(f"{name} needs a person's approval, which code cannot ask for, so "
-                            "the call was refused; tell the user what you meant to do with it")
-        if not await maybe(self.approve(ctx, name, arguments)):
-            raise ToolError(f"{name}: the call was not approved")
+        if self.approve is not None:
+            if not await maybe(self.approve(ctx, name, arguments)):
+                raise ToolError(f"{name}: the call was not approved")
+            return
+        decided = cell.always.get(inner.sdk_name)
+        if decided is not None:
+            if decided.action != "approve":
+                raise ToolError(decided.message or "the call was not approved")
+            return
+        if cell.pausable and info is not None:
+            raise CallPaused("approval")
+        raise ToolError(f"{name} needs a person's approval, which code cannot ask for here, "
+                        "so the call was refused; tell the user what you meant to do with it")
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -270,6 +377,7 @@ def _code(arguments: str) -> str:
     if not isinstance(code, str):
         raise TypeError('expected JSON arguments {"code": "<python source>"}')
     return code
+
 
 
 def _sensitive(ctx: ToolContext[Any]) -> bool:

@@ -3,12 +3,17 @@
     agent = Agent(model, toolsets=[CodeModeToolset(my_toolset)])      # or
     agent = Agent(model, toolsets=[my_toolset], capabilities=[CodeMode()])
 
-The model sees `run_python` (plus the few tools that cannot run from code, see `_stays_native`);
-the wrapped tools become Python functions in the sandbox. Each call the code makes goes
-through a `ToolManager` over the wrapped toolset, the way the agent calls tools itself:
-argument validation, capability hooks, `call_tool` with the run's `RunContext` (so `deps`
-arrive), usage counting. A `ModelRetry` from an inner tool is raised in the code as a
-`ToolError` with its message; a cell that fails reaches the model as a retry prompt.
+The model sees `run_python` (plus the few tools that cannot run from code, see `_pydantic_ai_inner`,
+and those `callers` gives it directly); the wrapped tools become Python functions in the
+sandbox. Each call the code makes goes through a `ToolManager` over the wrapped toolset, the
+way the agent calls tools itself: argument validation, capability hooks, `call_tool` with the
+run's `RunContext` (so `deps` arrive), usage counting. A `ModelRetry` from an inner tool is
+raised in the code as a `ToolError` with its message; a cell that fails reaches the model as
+a retry prompt.
+
+A call that needs approval or an external result (`requires_approval=True`, `ApprovalRequired`,
+`CallDeferred`) pauses the cell: the run ends with `DeferredToolRequests`, and a later run given
+`DeferredToolResults` continues the cell where it stopped (see `_pydantic_ai_deferred`).
 
 State: by default one interpreter per agent run, closed when the run ends. With
 `scope="conversation"` it is kept per `conversation_id` (which PydanticAI carries over with
@@ -17,27 +22,26 @@ the message history), so a later run continuing the same conversation finds its 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import functools
 import json
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
-from pydantic_ai.messages import BinaryContent, InstructionPart, ToolCallPart, ToolReturn
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, UserError
+from pydantic_ai.messages import BinaryContent, InstructionPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
-from pydantic_ai.tools import AgentDepsT, ToolDefinition, ToolDenied
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-from tooliscode import Limits, Tool, ToolError, ToolRegistry
+from tooliscode import Limits, ToolRegistry
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.durable import Keeper, SessionStore
+from tooliscode.engine import Decision
 from tooliscode.prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -45,9 +49,18 @@ from tooliscode.prompt import (
     instructions,
 )
 from tooliscode.runtime import Runtime, python_note
+from tooliscode.tools import Caller
 from typing_extensions import TypedDict
 
-__all__ = ["CodeMode", "CodeModeToolset", "Scope"]
+from ._pydantic_ai_deferred import (
+    CodeModeApprovals,
+    decisions_from,
+    open_code_calls,
+    pause_metadata,
+)
+from ._pydantic_ai_inner import Cell, checked, split, tools_of
+
+__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeToolset", "Scope"]
 
 Scope = Literal["run", "conversation"]
 
@@ -57,49 +70,6 @@ class _CodeArgs(TypedDict):
 
 
 _CODE_ARGS = TypeAdapter(_CodeArgs)
-
-
-@dataclass
-class _Cell:
-    """What one `run_python` call's inner tool calls go through."""
-
-    manager: ToolManager[Any]
-    parent_id: str
-    context: contextvars.Context
-    """The code tool's context, so tracing spans of inner calls nest under it."""
-    count: int = 0
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        self.count += 1
-        part = ToolCallPart(tool_name=name, args=arguments,
-                            tool_call_id=f"{self.parent_id}__{self.count}")
-        return await self.context.run(asyncio.ensure_future, self._handle(part))
-
-    async def _handle(self, part: ToolCallPart) -> Any:
-        try:
-            result = await self.manager.handle_call(part, wrap_validation_errors=False)
-        except (ModelRetry, ToolFailed) as exc:
-            raise ToolError(exc.message) from None
-        except (CallDeferred, ApprovalRequired):
-            raise ToolError(f"{part.tool_name} needs approval or an external result, which code "
-                            "cannot wait for") from None
-        if isinstance(result, ToolDenied):
-            raise ToolError(f"{part.tool_name} was denied: {result.message}")
-        return result.return_value if isinstance(result, ToolReturn) else result
-
-
-@dataclass(frozen=True)
-class _InnerTool:
-    """The function the session calls for one wrapped tool: it runs in the current cell."""
-
-    sandbox: Sandbox
-    name: str
-
-    async def __call__(self, /, **arguments: Any) -> Any:
-        cell = self.sandbox.context
-        if not isinstance(cell, _Cell):
-            raise ToolError("tools can only be called while run_python runs")
-        return await cell.call(self.name, arguments)
 
 
 @dataclass(kw_only=True)
@@ -117,23 +87,6 @@ class _RunState:
     toolbox: Toolbox | None = None
     instructions: str | None = None
     description: str = ""
-
-
-def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:
-    """Tools that keep their own place: framework control tools (search, capability loading),
-    tools not revealed yet, deferred ones (approval, external), native-tool fallbacks, and
-    other code-execution tools."""
-    return (tool_def.tool_kind is not None or tool_def.defer or bool(tool_def.unless_native)
-            or not ctx.is_tool_available(tool_def)
-            or "code_arg_name" in (tool_def.metadata or {}))
-
-
-def _tools(inner: dict[str, ToolsetTool[Any]], sandbox: Sandbox | None) -> list[Tool]:
-    return [Tool(name=name, description=t.tool_def.description or "",
-                 parameters=t.tool_def.parameters_json_schema,
-                 output_schema=t.tool_def.return_schema,
-                 function=None if sandbox is None else _InnerTool(sandbox, name))
-            for name, t in inner.items()]
 
 
 def _tools_key(inner: dict[str, ToolsetTool[Any]]) -> Hashable:
@@ -156,7 +109,7 @@ def _catalog(key: Hashable, inner: dict[str, ToolsetTool[Any]], python: str) -> 
         _catalogs.move_to_end(key)
     else:
         try:
-            registry = ToolRegistry(_tools(inner, None))
+            registry = ToolRegistry(tools_of(inner, None))
         except ValueError as exc:
             raise UserError(f"code mode cannot take these tools: {exc}") from exc
         made = _catalogs[key] = (instructions(registry, python=python),
@@ -185,7 +138,10 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     """The sandbox's Python: "default" (CPython 3.12) or "data" (numpy, pandas, ...)."""
     store: SessionStore | Keeper | None = None
     """Conversation scope: keep each conversation's interpreter in a store, so any worker
-    process resumes it (see `tooliscode.durable`)."""
+    process resumes it (see `tooliscode.durable`), paused cells included."""
+    callers: Mapping[str, Caller] = field(default_factory=dict)
+    """Who calls each tool: `"code"` (the default: only `run_python`), `"direct"` (the model,
+    as a tool beside `run_python`, not in the code) or `"both"`."""
     code_tool: CodeTool = field(default=None, kw_only=True, repr=False)  # type: ignore[assignment]
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s runs).
     Made from the other options when not given."""
@@ -194,6 +150,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
     def __post_init__(self) -> None:
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
+        self.callers = checked(self.callers)
         if self.code_tool is None:
             self.code_tool = CodeTool(limits=self.limits, describe_names=self.describe_names,
                                      idle_timeout_s=self.idle_timeout_s, runtime=self.runtime,
@@ -251,15 +208,14 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await self.wrapped.get_tools(ctx)
-        native = {n: t for n, t in tools.items() if _stays_native(t.tool_def, ctx)}
-        inner = {n: t for n, t in tools.items() if n not in native}
+        native, inner = split(tools, self.callers, ctx)
         if CODE_TOOL_NAME in tools:
             raise UserError(f"a wrapped tool is named {CODE_TOOL_NAME!r}, the code tool's name")
         key, state = _tools_key(inner), self._state()
         if state.toolbox is None or key != state.toolbox.key:
             state.instructions, state.description = _catalog(key, inner,
                                                              python_note(self.runtime))
-            state.toolbox = Toolbox(functools.partial(_tools, inner), key)
+            state.toolbox = Toolbox(functools.partial(tools_of, inner), key)
         if self.prestart and self.scope == "run":
             self._own_sandbox(state).warm(state.toolbox)
         code_def = ToolDefinition(
@@ -290,20 +246,76 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         parent = ctx.tool_manager
         manager = ToolManager(toolset=self.wrapped, ctx=ctx, tools=tool.inner,
                               root_capability=parent.root_capability if parent else None)
-        cell = _Cell(manager, ctx.tool_call_id or CODE_TOOL_NAME, contextvars.copy_context())
-        code, where = tool_args["code"], self._where(ctx)
-        reply = await self.code_tool.arun_code(code, context=cell, tools=tool.toolbox, **where)
+        call_id = ctx.tool_call_id or CODE_TOOL_NAME
+
+        async def run(where: dict[str, Any], decisions: Mapping[str, Decision] | None) -> Reply:
+            return await self.code_tool.arun_code(
+                tool_args["code"], context=Cell(manager, contextvars.copy_context()),
+                tools=tool.toolbox, call_id=call_id, decisions=decisions, **where)
+
+        reply, decided = await self._cell(ctx, call_id, run)
+        if reply.paused:
+            # PydanticAI's own pause: the run ends with DeferredToolRequests (CodeModeApprovals
+            # names the inner calls there), and approving this call continues the cell. Calls
+            # decided now wait for the rest (kept), so only the rest are asked for.
+            waiting = [p for p in reply.paused if p.id not in decided]
+            raise ApprovalRequired(metadata=pause_metadata(waiting or reply.paused))
         if not reply.ok:
             raise ModelRetry(reply.text)
         calls = reply.result.tool_calls if reply.result is not None else ()
         return ToolReturn(return_value=_with_images(reply), metadata={
             "code_mode": True, "tool_calls": [dataclasses.asdict(r) for r in calls]})
 
-    def _where(self, ctx: RunContext[AgentDepsT]) -> dict[str, Any]:
-        """Run scope: the run's own sandbox; conversation scope: the conversation's."""
-        if self.scope == "run":
-            return {"sandbox": self._own_sandbox(self._state())}
-        return {"key": ctx.conversation_id}
+    async def _cell(self, ctx: RunContext[AgentDepsT], call_id: str,
+                    run: Callable[[dict[str, Any], Mapping[str, Decision] | None],
+                                  Awaitable[Reply]]) -> tuple[Reply, Mapping[str, Decision]]:
+        """Run the code call's cell, or continue the one it paused when the call comes back
+        approved; also the decisions handed in."""
+        decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
+        where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
+        if decisions is not None:
+            return await run(where, decisions), decisions
+        if resumed:  # approved with nothing decided inside: the paused cell asks again
+            return await run(where, {}), {}
+        if ctx.tool_call_approved and "key" in where:
+            # the same, for a cell paused in the conversation (here, or in its store); with
+            # none, the code itself waited for approval: it runs
+            reply = await run(where, {})
+            if reply.result is not None:
+                return reply, {}
+        waiting = self._paused_beside(ctx, call_id, where)
+        if waiting is not None:  # a new cell would give up the one paused beside it
+            raise ModelRetry(f"[error] The code of call {waiting} is paused, waiting for a "
+                             "person's decision; this code did not run. Run it again after.")
+        return await run(where, None), {}
+
+    def _paused_beside(self, ctx: RunContext[AgentDepsT], call_id: str,
+                       where: dict[str, Any]) -> str | None:
+        """Another code call of the model's last response whose cell is paused where this
+        one would run."""
+        sandbox = where.get("sandbox") or self.code_tool.get(where.get("key"))
+        session = sandbox.session if sandbox is not None else None
+        paused = session.paused_for if session is not None else None
+        if paused is None or paused == call_id or paused not in open_code_calls(ctx.messages):
+            return None
+        return paused
+
+    def _where(self, ctx: RunContext[AgentDepsT], approved: str | None
+               ) -> tuple[dict[str, Any], bool]:
+        """Where the code runs, and whether that is a paused cell's run sandbox. Run scope:
+        the run's own sandbox or, for an approved code call whose cell paused in an earlier
+        run, that run's sandbox, which becomes this run's (the one taken goes back).
+        Conversation scope: the conversation's."""
+        if self.scope != "run":
+            return {"key": ctx.conversation_id}, False
+        state = self._state()
+        paused = self.code_tool.paused_run(approved) if approved is not None else None
+        if paused is None:
+            return {"sandbox": self._own_sandbox(state)}, False
+        if state.sandbox is not None:
+            self.code_tool.finish(state.sandbox, state.toolbox)
+        state.sandbox = paused
+        return {"sandbox": paused}, True
 
 
 def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
@@ -317,11 +329,13 @@ def _with_images(reply: Reply) -> str | list[str | BinaryContent]:
 
 
 @dataclass
-class CodeMode(AbstractCapability[AgentDepsT]):
+class CodeMode(CodeModeApprovals[AgentDepsT]):
     """`Agent(capabilities=[CodeMode()])`: the agent's tools become code, run in a sandbox.
 
     One capability instance keeps what outlives a run (the conversations' interpreters with
     `scope="conversation"`, the next run's spare) across the agent's runs; `close()` ends them.
+    Inner calls that need approval or an external result pause the cell and end the run with
+    `DeferredToolRequests` naming them (see `CodeModeApprovals`).
     """
 
     limits: Limits | None = None
@@ -332,8 +346,12 @@ class CodeMode(AbstractCapability[AgentDepsT]):
     prestart: bool = True
     runtime: Runtime | str | None = None
     store: SessionStore | Keeper | None = None
+    callers: Mapping[str, Caller] = field(default_factory=dict)
     code_tool: CodeTool | None = field(default=None, init=False, repr=False)
     """Shared by the toolsets this capability wraps; made with the first."""
+
+    def __post_init__(self) -> None:
+        self.callers = checked(self.callers)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
@@ -341,7 +359,7 @@ class CodeMode(AbstractCapability[AgentDepsT]):
                                   max_retries=self.max_retries, idle_timeout_s=self.idle_timeout_s,
                                   describe_names=self.describe_names, prestart=self.prestart,
                                   runtime=self.runtime, store=self.store,
-                                  code_tool=self.code_tool)  # type: ignore[arg-type]
+                                  callers=self.callers, code_tool=self.code_tool)  # type: ignore[arg-type]
         self.code_tool = wrapper.code_tool
         return wrapper
 

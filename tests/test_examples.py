@@ -53,6 +53,22 @@ def test_pydantic_ai_example() -> None:
     assert "usage: 2 model requests" in out
 
 
+def test_pydantic_ai_approval_example() -> None:
+    out, ex = run_example("pydantic_ai_approval_example"), load("pydantic_ai_approval_example")
+    late = [o for o in ex.ORDERS if o["shipped"] is None and o["due"] < "2024-05-10"]
+    decided = [(o["customer"], str(n), "rejected" if o["customer"].startswith("bob")
+                else "approved") for n, o in enumerate(late, start=2)]
+    printed = [f"{o['id']} not sent: Bob was called instead" if o["customer"].startswith("bob")
+               else f"{o['id']} sent to {o['customer']}" for o in late]
+    sent = sum(not o["customer"].startswith("bob") for o in late)
+    in_process, restored = out.split("=== from serialized state")
+    for part in (in_process, restored):
+        assert part.count("--- the run paused") == 1  # the emails were gathered: one pause
+        assert re.findall(r"send_email\(to='(\S+)'\) id=\S+:(\d+): (\w+)", part) == decided
+        assert "=== assistant: Done:\n" + "\n".join(printed) + "\n" in part
+        assert f"tools: {{'orders looked up': 1, 'emails sent': {sent}}}" in part
+
+
 def test_langchain_example() -> None:
     out, ex = run_example("langchain_example"), load("langchain_example")
     urgent = Counter(t["customer"] for t in ex.TICKETS
@@ -65,6 +81,45 @@ def test_langchain_example() -> None:
     assert first.count("child run list_tickets(") == 1
     enterprise = [f"Customer {c[1:]}" for c, _ in urgent if plans[c] == "enterprise"]
     assert f"=== assistant: Here is what I found:\n{enterprise}" in second  # state kept
+
+
+def test_langchain_approval_example() -> None:
+    out, ex = run_example("langchain_approval_example"), load("langchain_approval_example")
+    late = [o for o in ex.ORDERS if o["shipped"] is None and o["due"] < ex.TODAY]
+    assert len(late) == 2
+    _, first, second = re.split(r"\n=== \d\. ", out)
+    for part in (first, second):  # in this process, then a new graph from saved state
+        assert "--- paused: the code waits for 2 emails to be reviewed ---" in part
+        for order in late:
+            assert f"send_email(to={order['email']!r}, subject='Order {order['id']} is late')" \
+                in part
+        assert f"approve {late[0]['email']}" in part and f"reject {late[1]['email']}" in part
+        assert f"{late[0]['customer']} -> sent to {late[0]['email']}" in part
+        assert (f"{late[1]['customer']} -> not sent: User rejected the tool call for "
+                "`send_email` with reason: they phoned support this morning") in part
+        # the orders were looked up once, and only the approved email went out, once
+        assert f"tool runs: {{'find_late_orders': 1, 'send_email': 1}}; outbox: " \
+            f"[{late[0]['email']!r}]" in part
+    assert "the new graph finds 1 pending interrupt with 2 emails" in second
+
+
+def test_openai_agents_approval_example() -> None:
+    """Each email pauses the cell; the person approves Ann's here, rejects Bob's in a new
+    process resumed from the run's JSON, and approves Eve's there: each email is sent once,
+    by the process that approved it."""
+    out, ex = run_example("openai_agents_approval_example"), load("openai_agents_approval_example")
+    first, second = out.split("=== the paused run, as JSON, goes to a new process")
+    late = [o["customer"] for o in ex.ORDERS if not o["shipped"] and o["due"] < ex.TODAY]
+    assert late == ["ann@example.com", "bob@example.com", "eve@example.com"]
+    assert first.count("paused: send_email(") == 2 and "call call_1:2" in first
+    assert "emails sent by this process: ['ann@example.com']" in first
+    assert "restored 1 pending approval(s)" in second
+    assert "rejects send_email to bob@example.com (call_1:3)" in second
+    assert "emails sent by this process: ['eve@example.com']" in second
+    assert out.split("--- final answer ---\n", 1)[1].splitlines()[1:] == [
+        "emailed ann@example.com",
+        "did not email bob@example.com: Bob asked us not to email him",
+        "emailed eve@example.com"]
 
 
 def test_openai_agents_example() -> None:

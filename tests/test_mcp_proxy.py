@@ -120,6 +120,33 @@ async def test_stdio_cells_use_two_servers_keep_state_and_report_errors(servers_
     _wait_gone(pid)  # the client left: the proxy stopped, and stopped its upstream servers
 
 
+async def test_callers_serve_upstream_tools_beside_the_code_tool(tmp_path):
+    config = _write(tmp_path / "servers.json", {"time": {
+        "command": installed("mcp-server-time"), "args": ["--local-timezone", "UTC"],
+        "callers": {"get_current_time": "direct", "convert_time": "both"}}})
+    async with _stdio(config) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["run_python", "search_tools", "time_mcp.convert_time",
+                                 "time_mcp.get_current_time"]
+        assert tools["time_mcp.get_current_time"].input_schema["required"] == ["timezone"]
+        catalog = tools["run_python"].description
+        assert "def convert_time(" in catalog and "def get_current_time(" not in catalog
+        direct = await client.call_tool("time_mcp.get_current_time", {"timezone": "Asia/Tokyo"})
+        assert not direct.is_error and direct.structured_content["timezone"] == "Asia/Tokyo"
+        wrong = await client.call_tool("time_mcp.get_current_time", {"timezone": "Mars/Olympus"})
+        assert wrong.is_error and "Mars/Olympus" in wrong.content[0].text
+        text, failed = await _run(client, "print(time_mcp.convert_time(source_timezone='UTC', "
+                                          "time='12:00', target_timezone='Asia/Tokyo')"
+                                          "['target']['timezone'])\n"
+                                          "time_mcp.get_current_time(timezone='UTC')")
+        assert failed and text.startswith("Asia/Tokyo") and "get_current_time" in text
+    unknown = _write(tmp_path / "unknown.json", {"time": {
+        "command": installed("mcp-server-time"), "callers": {"get_the_time": "direct"}}})
+    done = subprocess.run([*TOOLISCODE, "--config", unknown], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and "callers names 'time_mcp.get_the_time'" in done.stderr
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads children from /proc")
 def test_sigterm_stops_a_stdio_proxy_and_its_servers_at_once(tmp_path):
     config = _write(tmp_path / "servers.json", {"inventory": {"command": sys.executable,
@@ -310,12 +337,18 @@ def test_config_parsing(tmp_path, monkeypatch, caplog):
     assert "ignoring unknown keys colour" in caplog.text
     assert parse_config({"mcpServers": {"time": {"command": "t"}}})[0].server().namespace == \
         "time_mcp"  # `import time` must not hide it
+    [timer] = parse_config({"mcpServers": {"time": {"command": "t", "callers": {"now": "both"}}}})
+    assert timer.qualified_callers == {"time_mcp.now": "both"}
     for bad, message in [({"mcpServers": {"a": {"command": "x", "url": "http://y"}}}, "not both"),
                          ({"mcpServers": {"a": {"command": "${UNSET_FOR_TEST}"}}},
                           "UNSET_FOR_TEST is not set"),
                          ({"mcpServers": {"a": {"command": "x", "timeout_s": 0}}}, "timeout_s"),
                          ({"mcpServers": {"a": {"command": "x", "args": "-v"}}}, "list of strings"),
-                         ({"mcpServers": {"a": {"url": "x", "disabled": True}}}, "every server")]:
+                         ({"mcpServers": {"a": {"url": "x", "disabled": True}}}, "every server"),
+                         ({"mcpServers": {"a": {"command": "x", "callers": {"t": "model"}}}},
+                          "a.callers.t: expected one of code, direct, both"),
+                         ({"mcpServers": {"a": {"command": "x", "callers": ["t"]}}},
+                          "expected an object of tool names")]:
         with pytest.raises(ConfigError, match=message):
             parse_config(bad)
     if sys.version_info >= (3, 11):

@@ -146,9 +146,9 @@ async def test_a_program_loops_filters_and_gathers_over_the_tools(spans):
 
 
 async def test_failures_raise_tool_error_in_the_code_and_never_fail_the_run(spans):
-    program = ("for call in (lambda: broken(reason='rust'), sluggish, lambda: refund(order_id=3)):\n"
+    program = ("for call in (lambda: broken(reason='rust'), sluggish):\n"
                "    try:\n        call()\n    except ToolError as e:\n        print('!', e)")
-    with CodeModeToolset([broken, sluggish, refund]) as code:
+    with CodeModeToolset([broken, sluggish]) as code:
         agent, model = _agent(code, _code_call(program), _code_call("1/0", "call_2"),
                               [function_call("run_python", "not json", call_id="call_3")],
                               ModelStep.respond(_echo_last_output))
@@ -158,12 +158,11 @@ async def test_failures_raise_tool_error_in_the_code_and_never_fail_the_run(span
     lines = outputs[0].splitlines()
     assert lines[0] == "! ValueError: broken because rust"
     assert "sluggish" in lines[1] and "timed out" in lines[1]
-    assert "refund needs a person's approval" in lines[2]
     assert "ZeroDivisionError" in outputs[1]
     assert outputs[2].startswith("[error]")
     assert result.final_output == outputs[2]
     failed = {s.span_data.name: s.error for s in spans.functions() if s.span_data.name != "run_python"}
-    assert set(failed) == {"broken", "sluggish", "refund"}
+    assert set(failed) == {"broken", "sluggish"}
     assert all(error is not None for error in failed.values())
 
 
@@ -218,10 +217,16 @@ async def test_mcp_servers_of_the_sdk(spans):
                               client_session_timeout_seconds=60) as server:
         with CodeModeToolset([], mcp_servers=[server]) as code:
             agent, model = _agent(code, _code_call(program), ModelStep.respond(_echo_last_output))
-            result = await Runner.run(agent, "cheap garden things?")
+            paused = await Runner.run(agent, "cheap garden things?")
+            # the server's require_approval pauses the inner call, named as a direct one
+            [item] = paused.interruptions
+            assert (item.tool_name, json.loads(item.arguments)) == ("get_item", {"sku": "A1"})
+            state = paused.to_state()
+            state.reject(item, rejection_message="not without asking the owner")
+            result = await Runner.run(agent, state)
     lines = result.final_output.splitlines()
     assert lines[0] == "['dahlia seeds'] 4 anvil costs 120.00 and 3 are left"
-    assert "get_item needs a person's approval" in lines[1]
+    assert lines[1] == "not without asking the owner"
     assert "def list_items(category" in model.first_call.system_instructions
     inner = [s for s in spans.functions() if s.span_data.name.startswith("inventory.")]
     assert {s.span_data.mcp_data["server"] for s in inner} == {server.name}

@@ -11,7 +11,7 @@ import pytest
 from tooliscode import Limits, Session
 from tooliscode.codetool import CodeTool
 from tooliscode.durable import FolderStore, Keeper
-from tooliscode.engine import CallPaused, CellLog, Decision, current_call
+from tooliscode.engine import CallPaused, CellLog, Decision, StopCell, current_call
 
 RAN: collections.Counter[str] = collections.Counter()
 SENT: list[tuple[str, str]] = []
@@ -211,3 +211,16 @@ def test_a_code_tool_continues_a_paused_conversation_in_another_process_from_its
         assert again.result is None and "no paused cell" in again.text
         assert third.run_code("print(n, done)", key="conv").result.stdout.startswith("41 [")
     assert RAN == {"find_late_orders": 1, "send_email": 2}
+
+
+def test_a_tool_that_stops_the_cell_ends_it_where_the_code_cannot_catch_it():
+    def tripwire() -> str:
+        """Ends the cell, as a guardrail that ends the run does."""
+        raise StopCell("the guardrail 'no_spam' ended the run")
+
+    with Session([tripwire, ping]) as s:
+        r = s.run("try:\n    tripwire()\nexcept Exception as e:\n    print('caught', e)\n"
+                  "ping(n=1)")
+        assert not r.ok and "CellStopped" in r.error and "no_spam" in r.error, r
+        assert r.stdout == "" and RAN["ping"] == 0
+        assert s.run("print(2)").stdout == "2\n"

@@ -9,16 +9,14 @@ from datetime import date
 from typing import Any
 
 import pytest
+from _pydantic_ai_script import ANSWER, Script, tool_returns
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.mcp import MCPToolset, StdioTransport
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
-    TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
@@ -85,36 +83,6 @@ EXPECTED = (f"{len(BIG)} {sum(o['total'] for o in BIG)} "
             f"{sorted({o['customer'] for o in BIG} & {'c1', 'c3'})} eu")
 
 
-ANSWER = object()
-"""In a `Script`: answer with the last tool result here (the run ends)."""
-
-
-class Script:
-    """A FunctionModel that sends the given code calls in turn and answers with the last tool
-    result at each `ANSWER` and at the end; it records what the model was shown."""
-
-    def __init__(self, *steps: Any):
-        self.steps = list(steps)
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        step = self.steps.pop(0) if self.steps else ANSWER
-        if step is not ANSWER:
-            return ModelResponse(parts=[ToolCallPart("run_python", {"code": step})])
-        last = messages[-1].parts[-1]
-        return ModelResponse(parts=[TextPart(f"answer: {getattr(last, 'content', '')}")])
-
-    @property
-    def model(self) -> FunctionModel:
-        return FunctionModel(self)
-
-
-def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
-            if isinstance(p, ToolReturnPart)]
-
-
 async def test_program_through_the_toolset() -> None:
     script = Script(PROGRAM)
     agent = Agent(script.model, deps_type=Deps,
@@ -124,9 +92,9 @@ async def test_program_through_the_toolset() -> None:
 
     assert result.output == f"answer: {EXPECTED}"
     info = script.infos[0]
-    assert [t.name for t in info.function_tools] == ["delete_everything", "run_python"]
+    assert [t.name for t in info.function_tools] == ["run_python"]
     assert "def list_orders(status: str)" in (info.instructions or "")
-    assert "delete_everything" not in (info.instructions or "")
+    assert "def delete_everything()" in (info.instructions or ""), "gated tools are code too"
     (part,) = tool_returns(result.all_messages())
     assert part.content == EXPECTED and part.outcome == "success"
     calls = part.metadata["tool_calls"]
@@ -189,10 +157,15 @@ async def test_capability_and_hooks_see_inner_calls() -> None:
     script = Script(PROGRAM)
     seen = SeenCalls()
     agent = Agent(script.model, deps_type=Deps, toolsets=[make_toolset()],
-                  capabilities=[seen, CodeMode()])
+                  capabilities=[seen, CodeMode(callers={"delete_everything": "direct",
+                                                        "weekday": "both"})])
     result = await agent.run("go", deps=Deps(region="eu"))
     assert result.output == f"answer: {EXPECTED}"
-    assert [t.name for t in script.infos[0].function_tools] == ["delete_everything", "run_python"]
+    info = script.infos[0]
+    assert [t.name for t in info.function_tools] == ["weekday", "delete_everything",
+                                                     "run_python"]
+    assert "delete_everything" not in (info.instructions or "")
+    assert "def weekday(day: " in (info.instructions or "")
     customers = len({o["customer"] for o in BIG})
     assert seen.names == ["run_python", "list_orders"] + ["get_customer"] * customers
 

@@ -356,3 +356,53 @@ def test_session_folders_under_a_given_workdir(tmp_path):
         keyed = [p for p in tmp_path.iterdir() if p.is_dir() and p.name.startswith("user_42-")]
         assert len(keyed) == 1 and (keyed[0] / "mine.txt").read_text() == "keyed"
         assert tic.session("user/42").read_file("mine.txt") == b"keyed"
+
+
+# -- who calls each tool -----------------------------------------------------------------------
+
+def test_callers_list_direct_tools_beside_the_code_tool_and_tool_call_runs_them(calls):
+    def callback(req_id, func_name, args):
+        calls.append((req_id, func_name, args))
+        return {"city": args["city"], "temp_c": 21}
+
+    with ToolIsCode([add, WEATHER, CHAT_STOCK], callback,
+                    callers={"get_weather": "direct", "add": "both"}) as tic:
+        assert [t["name"] for t in tic.tools] == ["run_python", "add", "get_weather"]
+        assert [t["function"]["name"] for t in tic.tools_for("chat")] == [
+            "run_python", "add", "get_weather"]
+        assert "get_weather" not in tic.instructions and "def add(" in tic.instructions
+        out = tic.tool_call({"type": "function_call", "call_id": "w1", "name": "get_weather",
+                             "arguments": json.dumps({"city": "Oslo"})})
+        assert dict(out) == {"type": "function_call_output", "call_id": "w1",
+                             "output": '{"city": "Oslo", "temp_c": 21}'}
+        assert calls == [("w1", "get_weather", {"city": "Oslo"})]
+        code = tic.tool_call(responses_call("print(add(1, 2))\nget_weather(city='Rome')"))
+        assert code["output"].startswith("3\n") and "NameError" in code["output"]
+        bad = tic.tool_call({"id": "w2", "type": "function",
+                             "function": {"name": "get_weather", "arguments": "{oops"}})
+        assert bad["role"] == "tool" and "not valid JSON" in bad["content"]
+
+
+async def test_callers_direct_tools_run_on_the_loop_and_report_failures():
+    async def slow_add(a: int, b: int) -> int:
+        """Add, slowly."""
+        await asyncio.sleep(0.01)
+        return a + b
+
+    def fail(reason: str) -> str:
+        """Always fails."""
+        raise ValueError(reason)
+
+    with ToolIsCode([slow_add, fail], callers={"slow_add": "direct", "fail": "both"}) as tic:
+        out = await tic.atool_call({"type": "function_call", "call_id": "a1", "name": "slow_add",
+                                    "arguments": '{"a": 2, "b": 3}'})
+        assert out["output"] == "5"
+        out = await tic.atool_call({"type": "function_call", "call_id": "a2", "name": "fail",
+                                    "arguments": '{"reason": "no"}'})
+        assert out["output"] == "[error] ValueError: no"
+        assert tic.tool_call({"type": "function_call", "call_id": "a3", "name": "slow_add",
+                              "arguments": '{"a": 1, "b": 1}'})["output"] == "2"
+    with pytest.raises(ValueError, match="must be one of"):
+        ToolIsCode([add], callers={"add": "model"})
+    with pytest.raises(ValueError, match="callers names 'sub'"):
+        ToolIsCode([add], callers={"sub": "direct"})

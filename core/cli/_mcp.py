@@ -16,7 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE",
                         help='the upstream servers, as MCP clients write them: {"mcpServers": '
                              '{"name": {"command": ..., "args": [...]} or {"url": ...}}} '
-                             "(JSON; TOML when the name ends in .toml)")
+                             '(JSON; TOML when the name ends in .toml). A server\'s "callers": '
+                             '{"tool": "direct" | "both"} serves those tools beside run_python')
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="serve one client on stdin/stdout, or streamable HTTP")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on")
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     upstreams = load_config(args.config)
     limits = Limits(timeout_s=args.timeout, memory_bytes=args.memory * 1024 * 1024)
     proxy = CodeModeProxy({u.name: u.server() for u in upstreams}, limits=limits,
-                          api_key=args.api_key or os.environ.get("TOOLISCODE_API_KEY"))
+                          api_key=args.api_key or os.environ.get("TOOLISCODE_API_KEY"),
+                          callers={k: v for u in upstreams
+                                   for k, v in u.qualified_callers.items()})
 
     def say(text: str) -> None:
         print(f"tooliscode mcp: {text}", file=sys.stderr, flush=True)
@@ -59,5 +62,8 @@ def run(args: argparse.Namespace) -> int:
         targets = {u.name: u.target for u in upstreams}
         for name, why in exc.failures.items():
             say(f"the server {name!r} ({targets[name]}) failed to start: {why}")
+        return 1
+    except ValueError as exc:  # callers naming a tool no server has
+        say(f"{args.config}: {exc}")
         return 1
     return 0

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._closing import Closing
 from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
-from ..engine import Decision, KeyedSessions, Limits, Session
+from ..engine import Decision, KeyedSessions, Limits, PendingCall, Session
 from ..errors import SessionClosed, SnapshotError
 from ..prompt import EVICTED, failed_to_run, noted, render
 from ..runtime import Runtime
@@ -177,6 +177,32 @@ class CodeTool(Closing):
         if record.base != call.version or record.log.code != code:
             return GONE
         return RunCell(session, code, call_id, record.log, decisions)
+
+    def paused_calls(self, call_id: str, *, key: Hashable = None,
+                     code: str | None = None) -> tuple[PendingCall, ...]:
+        """The calls conversation `key`'s cell paused in code tool call `call_id` waits on:
+        parked in this process, or recorded in the store (an expired record too: continuing
+        it then says so). Empty when no such cell is paused (or, given `code`, when the paused
+        cell ran other code), so the call is a new one.
+
+        A framework that runs its tool again on resume without saying which decisions are
+        new (LangGraph) asks this first, to tell a continuation from a new call."""
+        sandbox = self._conversations.get(key)
+        session = sandbox.session if sandbox is not None else None
+        if session is not None and session.paused_for == call_id:
+            log = session.paused_log()
+            return session.paused if log is None or code in (None, log.code) else ()
+        if self.keeper is None or key is None:
+            return ()
+        stored = _store_key(key)
+        data = self.keeper.store.get(record_key(stored, call_id))
+        if data is None:
+            return ()
+        record = PauseRecord.from_bytes(data)
+        if record.base != self.keeper.store.version(stored) or code not in (None,
+                                                                          record.log.code):
+            return ()  # the conversation moved on, or another cell: the record outlived it
+        return tuple(record.log.pending)
 
     def paused_run(self, call_id: str) -> Sandbox | None:
         """The sandbox of a run whose cell paused in code tool call `call_id`, for the run

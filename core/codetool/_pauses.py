@@ -58,15 +58,22 @@ class PauseRecord:
 @dataclass
 class PausedRuns:
     """Run sandboxes whose cell paused, by the code tool call it paused in, until a later run
-    continues it or the pause expires (then the sandbox is closed)."""
+    continues it or the pause expires: the sandbox is then closed, by a thread that runs only
+    while some pause can expire."""
 
     _held: dict[str, tuple[Sandbox, float | None]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
+    _sweeping: bool = False
 
     def keep(self, call_id: str, sandbox: Sandbox, expire_s: float | None) -> None:
         with self._lock:
             self._held[call_id] = (sandbox, None if expire_s is None
                                    else time.monotonic() + expire_s)
+            if expire_s is not None and not self._sweeping:
+                self._sweeping = True
+                threading.Thread(target=self._sweeper, name="tooliscode-pauses",
+                                 daemon=True).start()
+            self._lock.notify_all()
         self.sweep()
 
     def take(self, call_id: str) -> Sandbox | None:
@@ -90,8 +97,23 @@ class PausedRuns:
         for sandbox in closed:
             sandbox.close()
 
+    def _sweeper(self) -> None:
+        """Sweep at each expiry; end when no held pause can expire."""
+        while True:
+            with self._lock:
+                untils = [until for _, until in self._held.values() if until is not None]
+                if not untils:
+                    self._sweeping = False
+                    return
+                left = min(untils) - time.monotonic()
+                if left >= 0:
+                    self._lock.wait(left + 0.01)
+                    continue
+            self.sweep()
+
     def close(self) -> None:
         with self._lock:
             held, self._held = list(self._held.values()), {}
+            self._lock.notify_all()
         for sandbox, _ in held:
             sandbox.close()

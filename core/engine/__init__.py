@@ -14,6 +14,7 @@ from ._pause import (
     CellLog,
     Decision,
     PendingCall,
+    StopCell,
     current_call,
 )
 from ._renewal import Renewal
@@ -23,6 +24,6 @@ from ._snapshot import SessionState, snapshot_runtime
 from ._tool_calls import background_loop
 
 __all__ = ["ENV_KEY", "INTERNAL_DIR", "CallInfo", "CallPaused", "CallRecord", "CellLog",
-           "Decision", "PendingCall", "current_call", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
+           "Decision", "PendingCall", "StopCell", "current_call", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
            "Limits", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
            "pack", "run_in", "snapshot_runtime", "unpack"]

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..guest import MAX_FIGURES, png_size
+from ..guest import MAX_FIGURES, clip, png_size
 from ..runtime import GUEST_DIR, GuestTrap
-from ._folder import Snapshot, changed, read_file, snapshot
+from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
 from ._result import CellImage, CellResult
 from ._tool_calls import CellCalls
@@ -39,37 +39,91 @@ class Cell:
         return self.calls.handle(op, msg)
 
     def files_written(self) -> tuple[str, ...]:
-        return () if self.before is None else tuple(changed(self.before, snapshot(self.workdir)))
+        if self.before is None:
+            return ()
+        after = snapshot(self.workdir)
+        self.too_many_files = len(after) >= SNAPSHOT_FILES
+        return tuple(changed(self.before, after))
+
+    too_many_files: bool = False
+    """The folder held more files than are compared: `files_written` may miss some."""
 
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+_MAX_NAMES = 300
+_NAME_CHARS = 100
+_SLACK = 1_000
+"""Room for the cut markers the guest adds, when its texts are checked against the limits."""
+
+
+def _names(value: Any, chars: int = _NAME_CHARS) -> tuple[str, ...]:
+    """Names (or notes) the guest listed, bounded here too: a cell's code could forge the
+    report."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(v[:chars] for v in value[:_MAX_NAMES] if isinstance(v, str))
 
 
 def _described(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
-    return {k: v[:200] for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    return {k[:_NAME_CHARS]: v[:200] for k, v in list(value.items())[:_MAX_NAMES]
+            if isinstance(k, str) and isinstance(v, str)}
 
 
-def _stream(report: Any, command: Command, name: str, cuts: list[str]) -> str:
-    """The stream's text; when the guest cut it, the notice saying so is added to `cuts`."""
-    info = report if isinstance(report, dict) else {}
-    text = _str(info.get("text")) + command.raw_text(name)
-    cut = info.get("cut")
-    if isinstance(cut, int) and cut > 0:
-        total = info.get("total")
-        saved = info.get("saved")
-        where = (f" The full text is in {saved}; read or search it in the next cell."
-                 if isinstance(saved, str) and info.get("saved_all")
-                 else f" The first part is in {saved}." if isinstance(saved, str) else "")
-        cuts.append(f"{name} was {total:,} characters; {cut:,} were cut from the middle."
-                    + where)
+_WHAT = {"stdout": "stdout", "stderr": "stderr", "error": "The error's text",
+         "value": "The value's repr"}
+
+
+def _cut_note(name: str, info: Any) -> str | None:
+    """The notice for a text the guest cut (`Capture.result()` figures), if it cut it."""
+    cut = info.get("cut") if isinstance(info, dict) else None
+    if not isinstance(cut, int) or cut <= 0:
+        return None
+    total = info.get("total")
+    saved = info.get("saved")
+    where = (f" The full text is in {saved}; read or search it in the next cell."
+             if isinstance(saved, str) and info.get("saved_all")
+             else f" The first part is in {saved}." if isinstance(saved, str) else "")
+    size = f"{total:,}" if isinstance(total, int) else "many"
+    return f"{_WHAT[name]} was {size} characters; {cut:,} were cut from the middle." + where
+
+
+def _bounded(report: dict[str, Any], name: str, limit: int | None, cuts: list[str]) -> str:
+    """The guest's text for `name` ("error", "value"), its cut noted in `cuts`; cut here as
+    well when it is longer than the guest should have let it be."""
+    text = _str(report.get(name))
+    note = _cut_note(name, report.get(f"{name}_cut"))
+    if limit is not None and len(text) > limit + _SLACK:
+        note = note or f"{_WHAT[name]} was {len(text):,} characters; the middle was cut."
+        text = clip(text, limit)
+    if note:
+        cuts.append(note)
     return text
+
+
+def _raw(command: Command, name: str, limit: int | None, cuts: list[str]) -> str:
+    """What the guest wrote straight to the stream's descriptor (C code, `os.write`), which
+    no `Capture` saw: cut here to the same limit."""
+    raw = command.raw_text(name)
+    if limit is not None and len(raw) > limit:
+        cuts.append(f"{name} written straight to its descriptor was {len(raw):,} characters "
+                    "or more; the middle was cut and not saved.")
+        raw = clip(raw, limit)
+    return raw
+
+
+def _stream(report: Any, command: Command, name: str, limit: int | None,
+            cuts: list[str]) -> str:
+    """The stream's text; when it was cut, the notice saying so is added to `cuts`."""
+    info = report if isinstance(report, dict) else {}
+    note = _cut_note(name, info)
+    if note:
+        cuts.append(note)
+    return _str(info.get("text")) + _raw(command, name, limit, cuts)
 
 
 _NOTE_CHARS = 500
@@ -82,7 +136,7 @@ def _images(report: dict[str, Any], workdir: Path, limits: Limits,
     """The PNGs the guest says it saved, read here and checked again: the report could name
     any file in the folder, and a cell can rewrite a file after it was saved."""
     notes = report.get("figure_notes")
-    notices.extend(n[:_NOTE_CHARS] for n in _names(notes)[:MAX_FIGURES * 2])
+    notices.extend(_names(notes, _NOTE_CHARS)[:MAX_FIGURES * 2])
     listed = report.get("images")
     found: dict[str, CellImage] = {}
     cap = limits.image_bytes if limits.image_bytes is not None else _UNLIMITED_IMAGE_BYTES
@@ -104,6 +158,14 @@ def _images(report: dict[str, Any], workdir: Path, limits: Limits,
     return tuple(found.values())
 
 
+def _written(cell: Cell, notices: list[str]) -> tuple[str, ...]:
+    written = cell.files_written()
+    if cell.too_many_files and written:
+        notices.append(f"The session folder holds more than {SNAPSHOT_FILES:,} files and only "
+                       "that many were compared: this cell may have written more than listed.")
+    return written
+
+
 def restart_notice(lost: tuple[str, ...]) -> str:
     names = ", ".join(lost[:40]) + (" ..." if len(lost) > 40 else "")
     gone = f" ({names})" if names else ""
@@ -121,26 +183,31 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
     if lost is not None:
         notices.append(restart_notice(lost))
     cuts: list[str] = []
-    stdout = _stream(report.get("stdout"), command, "stdout", cuts)
-    stderr = _stream(report.get("stderr"), command, "stderr", cuts)
-    notices += cuts
+    limits = cell.calls.limits
+    stdout = _stream(report.get("stdout"), command, "stdout", limits.output_chars, cuts)
+    stderr = _stream(report.get("stderr"), command, "stderr", limits.output_chars, cuts)
     ok = report.get("ok") is True
-    images = _images(report, workdir, cell.calls.limits, notices) if "images" in report or \
+    value = _bounded(report, "value", limits.value_chars, cuts) \
+        if isinstance(report.get("value"), str) else None
+    error = None if ok else (_bounded(report, "error", limits.output_chars, cuts)
+                             or "the cell failed")
+    notices += cuts
+    images = _images(report, workdir, limits, notices) if "images" in report or \
         "figure_notes" in report else ()
+    left_out = report.get("new_names_left_out")
+    written = _written(cell, notices)
     return CellResult(
-        ok=ok, stdout=stdout, stderr=stderr,
-        value=report.get("value") if isinstance(report.get("value"), str) else None,
-        error=None if ok else (_str(report.get("error")) or "the cell failed"),
-        error_type=None if ok else (_str(report.get("error_type")) or None),
+        ok=ok, stdout=stdout, stderr=stderr, value=value, error=error,
+        error_type=None if ok else (_str(report.get("error_type"))[:_NAME_CHARS] or None),
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
         restarted=lost is not None, lost_names=lost or (),
         names=_names(report["names"]) if "names" in report else names,
         new_names=_names(report.get("new_names")),
+        new_names_left_out=left_out if isinstance(left_out, int) and left_out > 0 else 0,
         described=_described(report.get("described")),
         truncated=" ".join(cuts) or None,
-        files_written=cell.files_written(),
-        final=report.get("final"), has_final=report.get("has_final") is True,
-        notices=tuple(notices), images=images)
+        files_written=written, final=report.get("final"),
+        has_final=report.get("has_final") is True, notices=tuple(notices), images=images)
 
 
 _TRAP_TEXT = {
@@ -158,11 +225,15 @@ def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits
     t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
     head = _TRAP_TEXT.get(trap.reason, "").format(t=t) or f"The interpreter crashed: {trap.message}."
     notice = restart_notice(lost)
+    extra: list[str] = []
+    written = _written(cell, extra)
+    stdout = _raw(command, "stdout", limits.output_chars, extra)
+    stderr = _raw(command, "stderr", limits.output_chars, extra)
     return CellResult(
-        ok=False, stdout=command.raw_text("stdout"), stderr=command.raw_text("stderr"),
+        ok=False, stdout=stdout, stderr=stderr,
         error=f"{head} {notice}", error_type={"timeout": "TimeoutError", "stack": "RecursionError",
                                               "cancelled": "CancelledError"}.get(trap.reason,
                                                                                  "GuestCrash"),
         tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
-        restarted=True, lost_names=lost, files_written=cell.files_written(),
-        notices=(*command.notices, notice))
+        restarted=True, lost_names=lost, files_written=written,
+        notices=(*command.notices, notice, *extra))

@@ -23,8 +23,9 @@ class Limits:
     """Guest linear memory. Going past it raises `MemoryError` inside the cell; the guest lives on."""
 
     output_chars: int | None = 20_000
-    """Characters of printed output returned per cell. Beyond it the head and tail are kept
-    and the full text is saved in the session folder."""
+    """Characters of printed output returned per cell, and of an error's text (each message
+    in a traceback keeps a quarter of it, a tool's message as well). Beyond it the head and
+    tail are kept and the full text is saved in the session folder."""
 
     tool_calls: int | None = 1_000
     """Tool calls one cell may make."""
@@ -34,10 +35,12 @@ class Limits:
     call may use whatever is left of the cell's time."""
 
     value_chars: int = 4_000
-    """Characters kept of the repr of a cell's final expression."""
+    """Characters kept of the repr of a cell's final expression (the whole repr is saved in
+    the session folder too)."""
 
     spill_bytes: int = 16 * 1024 * 1024
-    """How much of an over-long output is saved to the session folder."""
+    """How much of an over-long output, error, value or tool message is saved to the session
+    folder."""
 
     disk_bytes: int | None = 1024 * 1024 * 1024
     """Most bytes the session folder may hold; past it, writes fail with "Disk quota exceeded"."""

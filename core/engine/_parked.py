@@ -55,8 +55,7 @@ class Parked:
         if the cell pauses again, or None when calls are left undecided (it stays paused)."""
         calls = self.command.context.calls
         parking = calls.parking
-        waiting = [p.id for p in self.pending]
-        if any(i not in decisions for i in waiting) and not self.command.future.done():
+        if parking.undecided(decisions) and not self.command.future.done():
             parking.deliver(decisions)  # kept for when the rest come
             return None
         calls.rebind(loop)
@@ -98,8 +97,14 @@ def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Futur
         else:
             waiter.set_result(source.result())
 
+    def relay(source: cf.Future) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, source)
+        except RuntimeError:  # that loop is closed: the cell paused, and ends long after
+            pass
+
     for source in (command.future, signal):
-        source.add_done_callback(lambda s: loop.call_soon_threadsafe(settle, s))
+        source.add_done_callback(relay)
     return waiter
 
 

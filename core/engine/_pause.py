@@ -30,7 +30,7 @@ from typing import Any, Literal
 from ..errors import ToolIsCodeError
 
 __all__ = ["CallInfo", "CallPaused", "CallRecord", "CellLog", "Decision", "Parking",
-           "PendingCall", "current_call"]
+           "PendingCall", "StopCell", "current_call"]
 
 
 class CallPaused(ToolIsCodeError):
@@ -43,6 +43,11 @@ class CallPaused(ToolIsCodeError):
         super().__init__(message)
         self.kind = kind
         self.metadata = metadata
+
+
+class StopCell(ToolIsCodeError):
+    """Raised by a tool: the cell stops at this call, and the code cannot catch it and go on
+    (a framework's guardrail that ends the whole run, for example). The message says why."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,11 @@ class Parking:
                    for i in self.waiting}
             self.waiting.clear()
             return out
+
+    def undecided(self, decisions: Mapping[str, Decision]) -> list[str]:
+        """The waiting calls that neither `decisions` nor those handed in before decide."""
+        with self._cond:
+            return [i for i in self.waiting if i not in self._decisions and i not in decisions]
 
     def deliver(self, decisions: Mapping[str, Decision]) -> list[str]:
         """From any thread: decisions for waiting calls; returns the ids still undecided."""

@@ -60,7 +60,9 @@ class CellResult:
     names: tuple[str, ...] = ()
     """Global names the session holds after this cell."""
     new_names: tuple[str, ...] = ()
-    """Global names this cell defined or rebound."""
+    """Global names this cell defined or rebound (at most 300)."""
+    new_names_left_out: int = 0
+    """How many more names it defined or rebound than `new_names` lists."""
     described: Mapping[str, str] = field(default_factory=dict)
     """For a cell that showed nothing: short descriptions of the names it defined
     (`"list of 5,000 items, the first a dict"`), made without running any user code."""

@@ -79,7 +79,8 @@ class CellRunner:
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         timeout = self.limits.timeout_s
         calls = CellCalls(self.registry, self.limits, loop,
-                          None if timeout is None else time.monotonic() + timeout)
+                          None if timeout is None else time.monotonic() + timeout,
+                          workdir=self.workdir)
         steer.apply(calls, self.limits)
         calls.on_unpark = lambda waited: worker.instance.postpone(waited)
         cell = Cell(calls, self.workdir, time.perf_counter())

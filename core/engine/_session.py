@@ -16,7 +16,7 @@ from .._folders import empty_folder
 from ..errors import SessionClosed, SnapshotError
 from ..runtime import GUEST_DIR, Runtime, resolve_runtime
 from ..tools import ToolRegistry, guest_spec, search_entry
-from ._folder import INTERNAL_DIR, FileInfo, list_files, read_file
+from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
 from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
 from ._parked import Parked
@@ -27,6 +27,10 @@ from ._snapshot import SessionState, capture
 from ._worker import Command, Requests, Worker
 
 __all__ = ["Session"]
+
+_MAX_FOUND = 50
+"""Most tools one `search_tools` call returns, whatever limit the code asks for."""
+_QUERY_CHARS = 1_000
 
 class Session(CellRunner, Closing):
     """A stateful Python sandbox whose code can call `tools`.
@@ -266,10 +270,11 @@ class Session(CellRunner, Closing):
             limits = {"output_chars": self.limits.output_chars,
                       "value_chars": self.limits.value_chars,
                       "spill_bytes": self.limits.spill_bytes,
-                      "spill_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/output",
+                      "spill_dir": f"{GUEST_DIR}/{OUTPUT}",
                       "image_bytes": self.limits.image_bytes,
                       "image_pixels": self.limits.image_pixels,
                       "figure_dir": f"{GUEST_DIR}/figures",
+                      "python_note": self.runtime.python_note,
                       "mpl_config_dir": f"{GUEST_DIR}/{INTERNAL_DIR}/matplotlib"}
             self._setup = {"op": "setup", "tools": [guest_spec(t) for t in self.registry],
                            "limits": limits}
@@ -320,7 +325,8 @@ def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
            cell: Requests | None) -> dict[str, Any]:
     """The guest's requests other than commands: tool calls (for the running cell) and search."""
     if op == "search":
-        found = registry.search(str(msg.get("query", "")), int(msg.get("limit", 10)))
+        limit = max(0, min(int(msg.get("limit", 10)), _MAX_FOUND))
+        found = registry.search(str(msg.get("query", ""))[:_QUERY_CHARS], limit)
         return {"ok": True, "value": [search_entry(t, registry.summary(t)) for t in found]}
     if cell is not None:
         return cell.handle(op, msg)

@@ -8,16 +8,20 @@ import inspect
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import ToolError
-from ..guest import to_json_value
+from ..guest import clip, message_chars, to_json_value
+from ..runtime import GUEST_DIR
 from ..tools import Tool, ToolRegistry, describe_validation_error
 from ._daemon_threads import DaemonThreads
+from ._folder import OUTPUT, write_new_file
 from ._handoff import LoopHandoff
 from ._limits import Limits
 from ._pause import (
@@ -27,6 +31,7 @@ from ._pause import (
     Decision,
     Parking,
     PendingCall,
+    StopCell,
     in_call,
 )
 from ._result import ToolCallRecord
@@ -103,6 +108,9 @@ class CellCalls:
     cancelled: bool = False
     on_call: Callable[[], None] | None = None
     """Run before the cell's first tool call (tools may change the session folder)."""
+    workdir: Path | None = None
+    """The session folder: a tool's message too long to hand to the code whole is saved in
+    its `OUTPUT` folder."""
     outer_id: str | None = None
     """The code tool's call this cell runs for: the cell's calls are `<outer_id>:<n>`, tools
     learn theirs from `current_call()`, and each call's outcome is logged (`log`)."""
@@ -147,8 +155,9 @@ class CellCalls:
         name, arguments = msg.get("name"), msg.get("args", {})
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
-            return {"ok": False, "error": f"there is no tool {name!r}", "kind": "unknown",
-                    "tool": name}
+            shown = name[:100] if isinstance(name, str) else name
+            return {"ok": False, "error": f"there is no tool {shown!r}", "kind": "unknown",
+                    "tool": shown}
         if not isinstance(arguments, dict):
             return {"ok": False, "error": f"{name}: arguments must be an object", "tool": name}
         if self.cancelled:
@@ -201,10 +210,35 @@ class CellCalls:
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError, cf.TimeoutError)):
             kind = "timeout"
             error = f"{tool.qualified_name}: timed out after {time.monotonic() - started:.1f} s"
+        elif isinstance(exc, StopCell):
+            self.cancelled = True  # nothing more runs in this cell
+            kind, error = "stop", str(exc)
         else:
-            kind, error = "error", _message(exc)
+            kind, error = "error", self._fit(_message(exc))
         self._record(tool, arguments, started, error)
         return {"ok": False, "error": error, "kind": kind, "tool": tool.name}
+
+    def _fit(self, error: str) -> str:
+        """A tool's message no longer than the share of the output limit a message keeps in a
+        traceback: past that, its head and tail and where the whole of it was saved. Cut
+        here, so that megabytes never cross to the guest."""
+        if self.limits.output_chars is None:
+            return error
+        limit = message_chars(self.limits.output_chars)
+        if len(error) <= limit:
+            return error
+        shown = clip(error, limit)
+        if self.workdir is None:
+            return shown
+        path = f"{OUTPUT}/tool-error-{uuid.uuid4().hex[:12]}.txt"
+        kept = error[:self.limits.spill_bytes]
+        try:
+            write_new_file(self.workdir, path, kept.encode("utf-8", "surrogateescape"))
+        except (OSError, ValueError):
+            return shown
+        whole = "the whole message" if len(kept) == len(error) else "its first part"
+        return (f"{shown}\n[the message was {len(error):,} characters; {whole} is in "
+                f"{GUEST_DIR}/{path}]")
 
     def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
         admitted = self._admit(msg)

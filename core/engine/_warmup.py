@@ -21,11 +21,11 @@ __all__ = ["script"]
 
 _CELLS = ("order = get_order(order_id=3)\nprint(order['total'])", "order", "1 / 0")
 _FORGET = '''
-import gc, linecache, tooliscode_guest.cells as _cells, tooliscode_guest.main as _main
+import gc, linecache, tooliscode_guest.errors as _errors, tooliscode_guest.main as _main
 _main._loop.guest = _main.Guest()
-_cells._sources.clear()
+_errors.sources.clear()
 linecache.clearcache()  # the script's cells are not the session's
-del _cells, _main, linecache
+del _errors, _main, linecache
 gc.collect()
 gc.freeze()
 del gc

@@ -35,6 +35,10 @@ _RAW_OUTPUT_LIMIT = 64 * 1024
 MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 _BETWEEN = "between-turns"
+STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
+                 "so its memory may be damaged: it is replaced before the next cell, and "
+                 "variables, functions and imports from earlier cells will be gone. Files in "
+                 "/session are kept.")
 """A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
 
 
@@ -391,10 +395,18 @@ class Worker:
         current, self._current = self._current, None
         if isinstance(result, dict) and result.get("error_type") == "MemoryError":
             self._after_memory_error()
+        overran = self.instance.overran_stack()
         if current is not None and not current.future.done():
             current.notices.extend(self.instance.take_notices())
+            if overran:
+                current.notices.append(STACK_OVERRUN)
             current.future.set_result(result if isinstance(result, dict) else {})
         self.instance.disarm()
+        if overran:  # the next command goes to a new guest (`alive` is False from now)
+            with self._lock:
+                self._closed = True
+            self.instance.stop("stack")
+            return {"op": "exit"}
         command = self._take()
         if command is None:
             return {"op": "yield"}

@@ -11,16 +11,19 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+from .capture import clip
 from .convert import to_json_value
+from .errors import message_chars
 from .figures import MAX_FIGURES, png_size
 from .validate import problem, resolve
 
-__all__ = ["GUEST_MODULES", "MAX_FIGURES", "guest_sources", "png_size", "problem", "resolve",
-           "to_json_value"]
+__all__ = ["GUEST_MODULES", "MAX_FIGURES", "clip", "guest_sources", "message_chars", "png_size",
+           "problem", "resolve", "to_json_value"]
 
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
-                 "callsite", "tools", "discovery", "describe", "figures", "cells", "persist", "main")
+                 "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
+                 "cells", "persist", "main")
 """In load order: each may import only the ones before it."""
 
 

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Capture"]
+__all__ = ["Capture", "clip"]
 
 
 class Capture:
@@ -45,6 +45,11 @@ class Capture:
         self._spill: Any = None
         self.spilled: str | None = None
         self.spill_full = False
+
+    @property
+    def overflowed(self) -> bool:
+        """True once more than `limit` characters were written: only head and tail are kept."""
+        return bool(self._head_room)
 
     def writable(self) -> bool:
         return True
@@ -137,3 +142,13 @@ class Capture:
         marker = f"\n[... {cut:,} characters cut ...]\n"
         return {"text": head + marker + tail, "total": self.total, "cut": cut,
                 "saved": self.spilled, "saved_all": self.spilled is not None and not self.spill_full}
+
+
+def clip(text: str, limit: int | None) -> str:
+    """`text` kept whole up to `limit` characters, else its head and tail with the marker
+    `Capture` puts where it cut."""
+    if limit is None or len(text) <= limit:
+        return text
+    kept = Capture("text", limit, None, 0)
+    kept.write(text)
+    return kept.result()["text"]

@@ -10,23 +10,22 @@ from . import figures
 from .capture import Capture
 from .convert import to_json_value
 from .describe import describe
-from .tools import ToolArgumentError, ToolError
+from .errors import describe_failure, remember_source, set_python_note, unawaited
+from .tracebacks import let_go
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import traceback
     from typing import Any
 
-__all__ = ["CellRunner", "FinalAnswer", "describe_failure", "format_error"]
+__all__ = ["CellRunner", "FinalAnswer"]
 
-GUEST_PREFIX = "<tooliscode>/"
 _VALUE = "__tic_value__"
 _FLAGS = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast for every cell
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
-_sources: dict[str, str] = {}
-"""Cell sources by file name, handed to linecache only when a traceback is formatted."""
 _LITERAL_START = tuple("'\"0123456789-+[({.") + ("None", "True", "False")
 _MAX_NAMES = 300
+_NAME_CHARS = 100
+"""A name longer than this (only `globals()[...]` makes one) is shown cut."""
 _DESCRIBED = 30
 
 
@@ -36,125 +35,6 @@ class FinalAnswer(BaseException):
     def __init__(self, value: Any):
         super().__init__("final answer")
         self.value = value
-
-
-def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
-    if id(te) in seen:
-        return
-    seen.add(id(te))
-    frames = [f for f in te.stack if not f.filename.startswith(GUEST_PREFIX)]
-    first_cell = next((i for i, f in enumerate(frames) if f.filename.startswith("<cell-")),
-                      len(frames))  # no cell frame (a syntax error): no stack to show
-    te.stack = type(te.stack).from_list(frames[first_cell:])
-    for nested in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
-        if nested is not None:
-            _trim(nested, seen)
-
-
-_NO_MODULES = {"ctypes", "_ctypes", "multiprocessing", "concurrent.futures.thread", "pwd", "grp",
-               "termios", "resource", "fcntl", "mmap", "readline", "curses", "tkinter", "ssl",
-               "_ssl", "pty", "tty"}
-_PROCESS_CALLS = {"fork", "forkpty", "system", "popen", "kill", "killpg", "spawnv", "spawnl",
-                  "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe",
-                  "posix_spawn", "posix_spawnp", "wait", "waitpid", "getlogin", "setuid"}
-_HINTS = {
-    "network": "There is no network in this sandbox: reach outside data through the tools.",
-    "process": "There are no processes, signals or threads in this sandbox: do the work in this "
-               "interpreter, and use `await asyncio.gather(...)` to run tool calls concurrently.",
-    "files": "Only /session (the working directory) is visible: read and write files there.",
-    "module": "That module is not available in this sandbox (no C extensions beyond the "
-              "standard library's, no threads, processes or network).",
-    "memory": "The session's memory limit was reached. Objects still referenced by variables "
-              "keep their memory: `del` large ones you no longer need, or work in smaller pieces.",
-    "tool": "A failed tool call raises `ToolError`; `except ToolError as e:` catches it.",
-    "arguments": "help({tool}) prints the tool in full: its parameters and what they mean.",
-    "await": "In async code a tool call returns an awaitable: write `await tool(...)` (or "
-             "`await asyncio.gather(...)` over several) to get the values.",
-}
-_told_tool_error = False
-"""Whether a failed tool call was explained already: the first one's error names `ToolError`
-(the guide no longer does)."""
-
-
-OUT_OF_MEMORY = "MemoryError\n[sandbox] " + _HINTS["memory"] + "\n"
-"""Built in advance: when memory is gone, there may be none left to build it with."""
-
-
-def describe_failure(exc: BaseException) -> dict[str, Any]:
-    """The result fields for a failed cell. Under memory exhaustion CPython 3.12 sometimes
-    fails an allocation with "SystemError: error return without exception set": that is
-    reported as the MemoryError it is."""
-    if isinstance(exc, SystemError) and "without exception set" in str(exc):
-        return {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
-    return {"ok": False, "error": format_error(exc), "error_type": type(exc).__name__}
-
-
-def sandbox_hint(exc: BaseException) -> str | None:
-    """A sentence saying which sandbox rule an error comes from, if it obviously does, or what
-    the model needs to know to act on it: how to read a tool's parameters after a bad call,
-    that failed calls raise `ToolError` (the first time), to await calls in async code."""
-    global _told_tool_error
-    if isinstance(exc, MemoryError):  # first: with no memory left, nothing else is tried
-        return _HINTS["memory"]
-    if isinstance(exc, ToolArgumentError):
-        return _HINTS["arguments"].format(tool=str(exc).partition("(")[0] or "tool")
-    if isinstance(exc, ToolError) and not _told_tool_error:
-        _told_tool_error = True
-        return _HINTS["tool"]
-    if isinstance(exc, TypeError) and "ToolCallFuture" in str(exc):
-        return _HINTS["await"]
-    if isinstance(exc, ModuleNotFoundError) and exc.name in _NO_MODULES:
-        return _HINTS["module"]
-    if isinstance(exc, AttributeError):
-        owner = getattr(getattr(exc, "obj", None), "__name__", "")
-        if owner in ("_socket", "socket"):
-            return _HINTS["network"]
-        if owner in ("os", "posix", "signal") and (exc.name in _PROCESS_CALLS or
-                                                   owner == "signal"):
-            return _HINTS["process"]
-    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
-        return _HINTS["process"]
-    if isinstance(exc, OSError):
-        if exc.errno == 58:  # ENOTSUP: sockets and processes
-            return _HINTS["network"] if "process" not in str(exc) else _HINTS["process"]
-        name = exc.filename if isinstance(exc.filename, str) else ""
-        if exc.errno in (44, 63, 2) and (name.startswith("/") and not name.startswith("/session")
-                                          or name.startswith("..")):
-            return _HINTS["files"]
-    return None
-
-
-def format_error(exc: BaseException) -> str:
-    """The traceback with the sandbox's own frames left out, and a hint if a sandbox rule
-    is why it failed."""
-    import linecache
-    import traceback
-
-    for name, source in _sources.items():
-        if name not in linecache.cache:
-            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    try:
-        te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
-        _trim(te, set())
-        hint = sandbox_hint(exc)
-        return "".join(te.format()) + (f"[sandbox] {hint}\n" if hint else "")
-    except BaseException:  # noqa: BLE001 - a broken __str__, or no memory left to format with
-        try:
-            return f"{type(exc).__name__}: {exc}\n"
-        except BaseException:  # noqa: BLE001
-            return f"{type(exc).__name__}: <unprintable exception>\n"
-
-
-def _short_repr(value: Any, limit: int) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001 - user objects' __repr__ may raise anything
-        text = f"<repr failed: {type(exc).__name__}: {exc}>"
-    if len(text) > limit:
-        head = text[: limit * 2 // 3]
-        tail = text[-(limit // 3):]
-        text = f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"
-    return text
 
 
 _POP_TOP = opcode.opmap.get("POP_TOP")
@@ -263,15 +143,6 @@ def _compile_keeping_value(code: str, filename: str) -> Any:
     return compile(tree, filename, "exec", flags=_FLAGS, dont_inherit=True)
 
 
-def _forgotten(names: list[str]) -> str:
-    """The warning for tool calls started in async code and never awaited."""
-    shown = ", ".join(f"{n}(...)" for n in dict.fromkeys(names))
-    many = len(names) > 1
-    return (f"RuntimeWarning: {len(names)} tool call{'s' * many} made in async code "
-            f"{'were' if many else 'was'} never awaited, so {'their results were' if many else 'its result was'} "
-            f"lost ({shown}). " + _HINTS["await"] + "\n")
-
-
 class CellRunner:
     """One interpreter's user namespace and the cells run in it."""
 
@@ -298,11 +169,16 @@ class CellRunner:
         self._value_chars = limits.get("value_chars") or 4000
         self._spill_bytes = limits.get("spill_bytes") or 0
         self._spill_dir = limits.get("spill_dir")
+        set_python_note(limits.get("python_note"))
         figures.configure(limits)
 
-    def user_names(self) -> list[str]:
+    def _user_keys(self) -> list[str]:
+        """The cells' global names, sorted (`globals()[1] = 2` makes a key that is no name)."""
         return sorted(k for k in self.ns.keys() - self.baseline
-                      if k != "_" and not k.startswith("__"))[:_MAX_NAMES]
+                      if type(k) is str and k != "_" and not k.startswith("__"))
+
+    def user_names(self) -> list[str]:
+        return [_shown(k) for k in self._user_keys()[:_MAX_NAMES]]
 
     def _loop_for_cell(self) -> Any:
         if self._loop is None or self._loop.is_closed():
@@ -326,11 +202,21 @@ class CellRunner:
             exec(compiled, self.ns)
         return self.ns.pop(_VALUE, None)
 
-    def _capture(self, stream: str) -> Capture:
+    def _capture(self, stream: str, limit: int | None = None) -> Capture:
+        """A bounded stream for this cell's `stream` (stdout, stderr, error, value): past
+        `limit` (the output limit by default) the whole of it is saved in the folder."""
         spill = self._spill_dir
-        return Capture(stream, self._output_chars,
+        return Capture(stream, limit if limit is not None else self._output_chars,
                        f"{spill}/cell-{self.count}-{stream}.txt" if spill else None,
                        self._spill_bytes)
+
+    def _describe_value(self, value: Any, result: dict[str, Any]) -> None:
+        out = self._capture("value", self._value_chars)
+        out.write(_repr(value))
+        info = out.result()
+        result["value"] = info.pop("text")
+        if info["cut"]:
+            result["value_cut"] = info
 
     def run(self, code: str) -> dict[str, Any]:
         """Run one cell. The report leaves out what is empty or unchanged (the host keeps the
@@ -338,7 +224,7 @@ class CellRunner:
         self.count += 1
         figures.begin(self.count)
         filename = f"<cell-{self.count}>"
-        _sources[filename] = code
+        remember_source(filename, code)
         out, err = self._capture("stdout"), self._capture("stderr")
         ns = self.ns
         before = {k: id(ns[k]) for k in ns.keys() - self.baseline}
@@ -349,12 +235,13 @@ class CellRunner:
             value = self._execute(code, filename)
             if value is not None:
                 ns["_"] = value
-                result["value"] = _short_repr(value, self._value_chars)
+                self._describe_value(value, result)
         except FinalAnswer as fa:
             result["has_final"] = True
             result["final"] = to_json_value(fa.value)
         except BaseException as exc:  # noqa: BLE001 - SystemExit included: the cell just ends
-            result.update(describe_failure(exc))
+            result.update(describe_failure(exc, self._capture("error")))
+            let_go(exc)
         finally:
             figures.finish(result)  # still captured: matplotlib's warnings are the cell's
             sys.stdout, sys.stderr = saved
@@ -366,18 +253,35 @@ class CellRunner:
             aio = sys.modules.get("tooliscode_guest.aio")
             forgotten = aio.cancel_all() if aio is not None else []
             if forgotten and result["ok"]:  # a failed cell's error says what to fix first
-                err.write(_forgotten(forgotten))
+                err.write(unawaited(forgotten))
         if out.total:
             result["stdout"] = out.result()
         if err.total:
             result["stderr"] = err.result()
-        names = self.user_names()
+        keys = self._user_keys()
+        names = [_shown(k) for k in keys[:_MAX_NAMES]]
         if names != self._names:
             result["names"] = self._names = names
-        new = [k for k in names if before.get(k) != id(ns.get(k))]
+        new = [k for k in keys if before.get(k) != id(ns.get(k))]
         if new:
-            result["new_names"] = new
+            result["new_names"] = [_shown(k) for k in new[:_MAX_NAMES]]
+            if len(new) > _MAX_NAMES:
+                result["new_names_left_out"] = len(new) - _MAX_NAMES
             if result["ok"] and not out.total and "value" not in result \
                     and not result.get("has_final"):
-                result["described"] = {k: describe(ns[k]) for k in new[:_DESCRIBED]}
+                result["described"] = {_shown(k): describe(ns[k]) for k in new[:_DESCRIBED]}
         return result
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS - 1] + "…"
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as exc:  # noqa: BLE001 - user objects' __repr__ may raise anything
+        try:
+            return f"<repr failed: {type(exc).__name__}: {exc}>"
+        except Exception:  # noqa: BLE001 - its message too
+            return f"<repr failed: {type(exc).__name__}>"

@@ -11,8 +11,9 @@ import os
 import sys
 
 from . import channel
-from .cells import OUT_OF_MEMORY, CellRunner, FinalAnswer, describe_failure
+from .cells import CellRunner, FinalAnswer
 from .discovery import make_help, namespace_hint, search_tools
+from .errors import OUT_OF_MEMORY, describe_failure
 from .hooks import AfterImport
 from .tools import ToolError, ToolFunction, ToolNamespace
 
@@ -62,7 +63,8 @@ class Guest:
 
         ns, helpers = self.runner.ns, self.runner.helpers
         if op == "snapshot":
-            names = sorted(k for k in ns.keys() - self.runner.baseline if not k.startswith("__"))
+            names = sorted(k for k in ns.keys() - self.runner.baseline
+                           if type(k) is str and not k.startswith("__"))
             data, dropped = persist.dump(ns, names, helpers)
             with open(path, "wb") as f:
                 f.write(data)

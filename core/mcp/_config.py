@@ -3,12 +3,15 @@
     {"mcpServers": {
         "git":  {"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_PAGER": "cat"}},
         "shop": {"url": "https://shop.example/mcp", "headers": {"Authorization": "Bearer ${SHOP_TOKEN}"},
-                 "include": ["list_items"], "timeout_s": 20}}}
+                 "include": ["list_items"], "timeout_s": 20,
+                 "callers": {"list_items": "both", "checkout": "direct"}}}}
 
 So a client's existing configuration can be copied as it is. `${NAME}` and `${NAME:-default}`
 in commands, arguments, values of `env` and `headers`, `cwd` and `url` are read from the
 environment, so secrets need not be written into the file. Keys that other clients add
 (`disabled`, `autoApprove`, ...) are accepted; `disabled: true` leaves a server out.
+`callers` says who calls each of a server's tools, by its MCP name: "code" (the default),
+"direct" (a tool of the proxy's own, beside `run_python`, left out of the code) or "both".
 JSON always; TOML (`[mcpServers.git]`) on Python 3.11 and later.
 """
 
@@ -24,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolIsCodeError
+from ..tools import CALLERS
 
 __all__ = ["ConfigError", "UpstreamConfig", "load_config", "parse_config"]
 
 _log = logging.getLogger("tooliscode")
 
 _OURS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "include",
-         "timeout_s", "disabled"}
+         "timeout_s", "disabled", "callers"}
 _THEIRS = {"autoApprove", "alwaysAllow", "description", "name", "enabled", "trust", "envFile",
            "timeout", "disabledTools", "note", "notes"}
 """Keys other MCP clients write into the same file; accepted without a warning."""
@@ -55,6 +59,20 @@ class UpstreamConfig:
     headers: Mapping[str, str] | None = None
     include: tuple[str, ...] | None = None
     timeout_s: float | None = None
+    callers: Mapping[str, str] | None = None
+    """Who calls each tool, by its MCP name (see the module's docstring)."""
+
+    @property
+    def namespace(self) -> str:
+        """What the code calls the server's tools under (`namespace.tool`)."""
+        from ._tools import mcp_namespace
+
+        return mcp_namespace(self.name)
+
+    @property
+    def qualified_callers(self) -> dict[str, str]:
+        """`callers` by the tools' names in the code, as `CodeModeProxy(callers=...)` takes."""
+        return {f"{self.namespace}.{tool}": caller for tool, caller in (self.callers or {}).items()}
 
     @property
     def target(self) -> str:
@@ -64,9 +82,8 @@ class UpstreamConfig:
     def server(self) -> Any:
         """A `tooliscode.MCPServer` for this entry (not started)."""
         from ._client import MCPServer
-        from ._tools import mcp_namespace
 
-        options: dict[str, Any] = {"name": mcp_namespace(self.name), "timeout_s": self.timeout_s,
+        options: dict[str, Any] = {"name": self.namespace, "timeout_s": self.timeout_s,
                                    "include": self.include}
         if self.url is not None:
             return MCPServer.http(self.url, headers=self.headers, **options)
@@ -141,7 +158,7 @@ def _server(name: str, entry: Mapping[str, Any], where: str) -> UpstreamConfig:
                           f"{timeout!r}")
     include = entry.get("include")
     common = {"include": tuple(_strings(include, f"{where}.include")) if include is not None
-              else None, "timeout_s": timeout}
+              else None, "timeout_s": timeout, "callers": _callers(entry.get("callers"), where)}
     if has_url:
         url = _string(entry["url"], f"{where}.url")
         if not url.startswith(("http://", "https://")):
@@ -154,6 +171,19 @@ def _server(name: str, entry: Mapping[str, Any], where: str) -> UpstreamConfig:
         args=tuple(_strings(entry.get("args", []), f"{where}.args")),
         env=_table(entry.get("env"), f"{where}.env"),
         cwd=_string(cwd, f"{where}.cwd") if cwd is not None else None, **common)
+
+
+def _callers(value: Any, where: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f'{where}.callers: expected an object of tool names to "code", '
+                          f'"direct" or "both", got {value!r}')
+    for tool, caller in value.items():
+        if caller not in CALLERS:
+            raise ConfigError(f"{where}.callers.{tool}: expected one of {', '.join(CALLERS)}, "
+                              f"got {caller!r}")
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _string(value: Any, where: str) -> str:

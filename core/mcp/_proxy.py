@@ -3,7 +3,9 @@
 The client sees two tools. `run_python` runs code in which every upstream server's tools are
 functions (`git.git_log(...)`), so the model loops, filters and combines their results there
 and reads back only what it prints. `search_tools` finds tools and returns their Python stubs
-without spending a code call. Each client session has its own interpreter.
+without spending a code call. Each client session has its own interpreter. Tools that
+`callers` names "direct" are served beside those two as they are (their calls and results
+relayed unchanged) and left out of the code; "both" ones are in each.
 
 Built on the SDK's low-level server: the code tool's schema and description must be exactly
 the ones every other integration gives (the description carries the catalog, since many
@@ -23,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from typing_extensions import Self
@@ -33,7 +36,7 @@ from ..engine import CellImage, Limits
 from ..errors import ToolIsCodeError
 from ..prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data, instructions, noted
 from ..runtime import Runtime, python_note
-from ..tools import ToolRegistry, ToolStub
+from ..tools import Caller, Tool, ToolRegistry, ToolStub, split_callers
 from ._client import MCPServer
 from ._stdio import on_signals, stdin_lines
 
@@ -89,13 +92,18 @@ class CodeModeProxy(Starting):
     what the code calls them by. `async with proxy:` starts them all (every one must start)
     and closes them, and every interpreter, at the end. Then `await proxy.serve_stdio()` or
     `await proxy.serve_http(host, port)`, or `proxy.server(http=...)` for your own transport.
+
+    `callers` maps upstream tools, by their names in the code (`git.git_log`), to who calls
+    them: "code" (the default), "direct" (served as a tool of its own, left out of the code)
+    or "both".
     """
 
     def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
                  idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
                  name: str = "tooliscode", api_key: str | None = None,
                  runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None):
+                 store: SessionStore | Keeper | None = None,
+                 callers: Mapping[str, Caller] | None = None):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
@@ -108,8 +116,10 @@ class CodeModeProxy(Starting):
         self.max_sessions = max_sessions
         self.api_key = api_key
         """Over HTTP, clients must send it (`Authorization: Bearer <key>`); 401 otherwise."""
+        self.callers = dict(callers or {})
         self._code_tool: CodeTool | None = None
         self._registry = ToolRegistry()
+        self._direct: dict[str, tuple[MCPServer, Tool]] = {}
         self._instructions = ""
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -132,7 +142,15 @@ class CodeModeProxy(Starting):
         if failures:
             await self._close_servers()
             raise UpstreamError(failures)
-        tools = [tool for server in self.servers.values() for tool in server.tools()]
+        everything = [(server, tool) for server in self.servers.values()
+                      for tool in server.tools()]
+        try:
+            tools, direct = split_callers([t for _, t in everything], self.callers,
+                                          attrgetter("name"))
+        except ValueError:
+            await self._close_servers()
+            raise
+        self._direct = {t.name: (s, t) for s, t in everything if t in direct}
         self._registry = ToolRegistry(tools)
         self._code_tool = CodeTool(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
                                  max_sessions=self.max_sessions, runtime=self.runtime,
@@ -228,11 +246,21 @@ class CodeModeProxy(Starting):
                                                          open_world_hint=False)),
         ]
 
+        tools += [types.Tool(name=t.name, description=t.description, input_schema=t.parameters,
+                             annotations=t.metadata.get("mcp_annotations"))
+                  for _, t in self._direct.values()]
+
         async def list_tools(ctx: Any, params: Any) -> Any:
             return types.ListToolsResult(tools=tools)
 
         async def call_tool(ctx: Any, params: Any) -> Any:
-            reply = await self.call(params.name, params.arguments or {}, ctx if http else None)
+            if params.name in self._direct:  # relayed as the upstream server answered
+                try:
+                    return await self._relay(params.name, params.arguments or {})
+                except ToolIsCodeError as exc:
+                    reply = ProxyReply(str(exc), is_error=True)
+            else:
+                reply = await self.call(params.name, params.arguments or {}, ctx if http else None)
             return types.CallToolResult(content=_content(types, reply), is_error=reply.is_error)
 
         server = Server(self.name, version=__version__, instructions=self.instructions,
@@ -291,6 +319,13 @@ class CodeModeProxy(Starting):
         """
         if name == SEARCH_TOOL_NAME:
             return self.search(arguments)
+        if name in self._direct:
+            try:
+                result = await self._relay(name, arguments)
+            except ToolIsCodeError as exc:
+                return ProxyReply(str(exc), is_error=True)
+            return ProxyReply("\n".join(getattr(b, "text", "") or str(b) for b in result.content),
+                              bool(result.is_error))
         if name != CODE_TOOL_NAME:
             return ProxyReply(f"there is no tool {name!r} here: use {CODE_TOOL_NAME} (code calling "
                          f"the tools) or {SEARCH_TOOL_NAME}", is_error=True)
@@ -306,6 +341,11 @@ class CodeModeProxy(Starting):
                 await asyncio.to_thread(self.code_tool.drop, key)
         return ProxyReply(noted(out.text, [_STATELESS_NOTE if stateless else None]), not out.ok,
                      out.images)
+
+    async def _relay(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """A direct tool's call, made upstream; the upstream `CallToolResult` as it came."""
+        server, tool = self._direct[name]
+        return await server.call(tool.metadata.get("mcp_tool", name), dict(arguments))
 
     def search(self, arguments: Mapping[str, Any]) -> ProxyReply:
         """`search_tools`: the stubs of the best matches, as text."""
@@ -347,6 +387,7 @@ class CodeModeProxy(Starting):
         code_tool = self._code_tool
         if code_tool is not None and code_tool.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
+
 
 
 def _content(types: Any, reply: ProxyReply) -> list[Any]:

@@ -47,6 +47,8 @@ class CodeCall:
     """Why the call cannot run (bad JSON, wrong tool, no code); sent back to the model."""
     custom: bool = False
     """A Responses custom tool call (raw text input) rather than a function call."""
+    arguments: dict[str, Any] | None = None
+    """A call of a tool the model calls directly (`callers`): its arguments."""
 
     def output(self, text: str) -> dict[str, Any]:
         """The item that answers this call, in the API's own shape."""
@@ -82,11 +84,13 @@ def _code_from(arguments: Any, tool_name: str) -> tuple[str | None, str | None]:
     return _strip_fence(code), None
 
 
-def parse_call(item: Any, tool_name: str, inner_names: frozenset[str] = frozenset()) -> CodeCall:
+def parse_call(item: Any, tool_name: str, inner_names: frozenset[str] = frozenset(),
+               direct_names: frozenset[str] = frozenset()) -> CodeCall:
     """Read a Responses `function_call` / `custom_tool_call` item or a Chat Completions tool call.
 
-    Raises `TypeError` only when `item` is not a tool call at all (a programming error);
-    anything the model got wrong comes back as `CodeCall.problem`.
+    A call of one of `direct_names` (tools the model calls itself) comes back with its
+    `arguments` and no code. Raises `TypeError` only when `item` is not a tool call at all (a
+    programming error); anything the model got wrong comes back as `CodeCall.problem`.
     """
     function = field(item, "function")
     kind = field(item, "type")
@@ -103,6 +107,8 @@ def parse_call(item: Any, tool_name: str, inner_names: frozenset[str] = frozense
                         f"call, got {type(item).__name__}: {str(item)[:200]}")
     custom = kind == "custom_tool_call"
     call_id = str(call_id or "")
+    if name in direct_names and not custom:
+        return _direct_call(api, call_id, name, arguments)
     if name != tool_name:
         hint = (f" {name} is a Python function inside {tool_name}: call it from code there."
                 if isinstance(name, str) and name in inner_names else "")
@@ -115,3 +121,16 @@ def parse_call(item: Any, tool_name: str, inner_names: frozenset[str] = frozense
                         None if text.strip() else "The code was empty.", True)
     code, problem = _code_from(arguments, tool_name)
     return CodeCall(api, call_id, tool_name, code, problem)
+
+
+def _direct_call(api: Api, call_id: str, name: str, arguments: Any) -> CodeCall:
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments) if str(arguments).strip() else {}
+        except ValueError as exc:
+            return CodeCall(api, call_id, name, None, f"The arguments of {name} were not valid "
+                            f"JSON ({exc}); send a JSON object.")
+    if not isinstance(arguments, Mapping):
+        return CodeCall(api, call_id, name, None, f"The arguments of {name} must be a JSON "
+                        "object.")
+    return CodeCall(api, call_id, name, None, arguments=dict(arguments))

@@ -10,15 +10,20 @@ The model sees one tool, `run_python`; its code calls the real tools, which run 
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
+import json
 from collections.abc import Hashable, Iterable, Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from .._closing import Closing
 from ..codetool import CodeTool, Outcome, Reply, Sandbox, Toolbox
 from ..durable import Keeper, SessionStore
-from ..engine import CellResult, Limits, Session
+from ..engine import CellResult, Limits, Session, background_loop
+from ..errors import ToolError
 from ..prompt import (
     CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
@@ -28,7 +33,7 @@ from ..prompt import (
     responses_output,
 )
 from ..runtime import Runtime, python_note
-from ..tools import Tool, ToolRegistry, as_tool
+from ..tools import Caller, Tool, ToolRegistry, as_tool, split_callers
 from ._callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
 from ._tool_call import Api, CodeCall, parse_call
 
@@ -76,6 +81,21 @@ def _split(tools: Iterable[Any]) -> tuple[list[Tool], list[dict[str, Any]]]:
     return function_tools, passthrough
 
 
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                            default=str)
+
+
+def _failure(exc: Exception) -> str:
+    return f"[error] {exc}" if isinstance(exc, ToolError) else \
+        f"[error] {type(exc).__name__}: {exc}"
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
 class ToolIsCode(Closing):
     """An agent's tools as one code tool, with a stateful sandbox per conversation.
 
@@ -88,6 +108,10 @@ class ToolIsCode(Closing):
     One instance is one conversation unless you pass `key=` (a conversation id) to
     `tool_call`; keyed sessions idle for `idle_timeout_s` are closed, and at most
     `max_sessions` are kept.
+
+    `callers` names the function tools the model calls itself: "direct" ones are listed
+    beside the code tool and left out of the code, "both" ones are in each; `tool_call` runs
+    a direct call too.
     """
 
     def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
@@ -95,7 +119,8 @@ class ToolIsCode(Closing):
                  limits: Limits | None = None, runtime: Runtime | str | None = None,
                  workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
                  max_sessions: int | None = None, catalog_chars: int = 6_000,
-                 describe_names: bool = True, store: SessionStore | Keeper | None = None):
+                 describe_names: bool = True, store: SessionStore | Keeper | None = None,
+                 callers: Mapping[str, Caller] | None = None):
         if api not in ("responses", "chat"):
             raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
         self.api: Api = api
@@ -103,10 +128,12 @@ class ToolIsCode(Closing):
         self.limits = limits or Limits()
         self._callback = callback
         self._llm = llm
-        self._tools, self._passthrough = _split(tools)
+        every, self._passthrough = _split(tools)
+        self._tools, direct = split_callers(every, callers, attrgetter("name"))
+        self._direct = {t.name: t for t in direct}
         self.registry = ToolRegistry(self._tools)
-        """The tools the model is told about (`llm_query` is not counted among them)."""
-        unbound = [t.name for t in self._tools if t.function is None]
+        """The tools the code can call (`llm_query` is not counted among them)."""
+        unbound = [t.name for t in every if t.function is None]
         if unbound and callback is None:
             raise ValueError(f"tools {', '.join(unbound[:5])} have no function: pass "
                              "callback=fn(req_id, func_name, args) to run them")
@@ -114,6 +141,7 @@ class ToolIsCode(Closing):
             raise ValueError(f"a tool is already named {LLM_TOOL_NAME!r}; rename it to use llm=")
         self._inner = frozenset(t.name for t in self._tools) | frozenset(
             t.python_name for t in self._tools)
+        self._direct_names = frozenset(self._direct)
         self._catalog_chars = catalog_chars
         self._instructions: str | None = None
         self.code_tool = CodeTool(Toolbox(self._bind), limits=self.limits, runtime=runtime,
@@ -130,12 +158,16 @@ class ToolIsCode(Closing):
         return self.tools_for(self.api)
 
     def tools_for(self, api: Api) -> list[dict[str, Any]]:
-        """The code tool in `api`'s shape, followed by the passed-through non-function tools."""
-        body = {"name": self.name, "description": code_tool_description(self.registry, self.name),
-                "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True}
-        code_tool = {"type": "function", "function": body} if api == "chat" else {
-            "type": "function", **body}
-        return [code_tool, *copy.deepcopy(self._passthrough)]
+        """The code tool in `api`'s shape, then the tools the model calls directly, then the
+        passed-through non-function tools."""
+        bodies = [{"name": self.name, "description": code_tool_description(self.registry,
+                                                                           self.name),
+                   "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True},
+                  *({"name": t.name, "description": t.description,
+                     "parameters": copy.deepcopy(t.parameters)} for t in self._direct.values())]
+        shaped = [{"type": "function", "function": b} if api == "chat" else
+                  {"type": "function", **b} for b in bodies]
+        return [*shaped, *copy.deepcopy(self._passthrough)]
 
     @property
     def llm(self) -> LLM | None:
@@ -168,7 +200,9 @@ class ToolIsCode(Closing):
         or an openai SDK object; the answer has the same API's shape. Mistakes the model made
         (bad JSON, another tool's name, no code) come back as outputs, never as exceptions.
         """
-        call = parse_call(item, self.name, self._inner)
+        call = parse_call(item, self.name, self._inner, self._direct_names)
+        if call.arguments is not None:
+            return self._run_direct(call)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
         reply = self.run_code(call.code, key=key, call_id=call.call_id)
@@ -176,7 +210,9 @@ class ToolIsCode(Closing):
 
     async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
         """`tool_call` for async code: async tools and callbacks run on the running loop."""
-        call = parse_call(item, self.name, self._inner)
+        call = parse_call(item, self.name, self._inner, self._direct_names)
+        if call.arguments is not None:
+            return await self._arun_direct(call)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
         reply = await self.arun_code(call.code, key=key, call_id=call.call_id)
@@ -190,6 +226,34 @@ class ToolIsCode(Closing):
     async def arun_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
         """`run_code` for async code."""
         return await self.code_tool.arun_code(code, key=key, context=CallIds(call_id))
+
+    def _direct_tool(self, call: CodeCall) -> Tool:
+        tool = self._direct[call.name]
+        if tool.function is None and self._callback is not None:
+            tool = bind_callback(tool, self._callback, lambda: call.call_id)
+        return tool
+
+    def _run_direct(self, call: CodeCall) -> ToolOutput:
+        """A call of a tool the model calls itself, answered with its value as text."""
+        try:
+            value = self._direct_tool(call).invoke(call.arguments or {})
+            if inspect.isawaitable(value):
+                value = asyncio.run_coroutine_threadsafe(_awaited(value),
+                                                         background_loop()).result()
+        except Exception as exc:  # noqa: BLE001 - the model reads the failure
+            return ToolOutput(call.output(_failure(exc)))
+        return ToolOutput(call.output(_as_text(value)))
+
+    async def _arun_direct(self, call: CodeCall) -> ToolOutput:
+        tool = self._direct_tool(call)
+        try:
+            value = await (tool.ainvoke(call.arguments or {}) if tool.is_async else
+                           asyncio.to_thread(tool.invoke, call.arguments or {}))
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:  # noqa: BLE001 - the model reads the failure
+            return ToolOutput(call.output(_failure(exc)))
+        return ToolOutput(call.output(_as_text(value)))
 
     # -- sessions -----------------------------------------------------------------------------
 

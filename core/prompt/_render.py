@@ -25,6 +25,7 @@ REPLACED = ("The tools changed, so a new Python interpreter was started: earlier
 _NO_OUTPUT = "(the cell ran and printed nothing"
 _SHOWN_NAMES = 30
 _SHOWN_FILES = 20
+_PATH_CHARS = 200
 
 
 def note(notice: str) -> str:
@@ -48,8 +49,8 @@ def _defined(result: CellResult, reprs: Mapping[str, str] | None) -> str:
     if not names:
         return "; it defined no new names)"
     shown = [f"{n} = {reprs[n]}" if reprs and n in reprs else n for n in names]
-    more = len(result.new_names) - len(names)
-    return "; it defined: " + ", ".join(shown) + (f" and {more} more)" if more > 0 else ")")
+    more = len(result.new_names) - len(names) + result.new_names_left_out
+    return "; it defined: " + ", ".join(shown) + (f" and {more:,} more)" if more > 0 else ")")
 
 
 def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
@@ -76,10 +77,10 @@ def render(result: CellResult, reprs: Mapping[str, str] | None = None) -> str:
     if result.has_final:
         parts.append(f"[final answer] {_brief(result.final)}")
     if result.files_written:
-        shown = ", ".join(result.files_written[:_SHOWN_FILES])
+        shown = ", ".join(_brief(p, _PATH_CHARS) for p in result.files_written[:_SHOWN_FILES])
         more = len(result.files_written) - _SHOWN_FILES
         parts.append(f"[files written in /session] {shown}"
-                     + (f" and {more} more" if more > 0 else ""))
+                     + (f" and {more:,} more" if more > 0 else ""))
     if result.images:
         parts.append(images_line(result) or "")
     silent = not (result.stdout or result.stderr or result.value is not None or result.error

@@ -127,6 +127,11 @@ class Instance(ABC):
         """From the guest's thread: change the bounds of a guest that already runs (a pooled
         guest adopted by a session with its own limits)."""
 
+    def overran_stack(self) -> bool:
+        """True when the guest's C stack went past its end (its memory may be damaged, so
+        the guest must be replaced), where the runtime can tell."""
+        return False
+
     @abstractmethod
     def take_notices(self) -> list[str]:
         """Things the runtime refused since the last call (a full folder), in words."""

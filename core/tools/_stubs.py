@@ -15,7 +15,7 @@ from typing import Any
 
 from ..guest import resolve
 from ._pytypes import TypeWriter, describe, docstring, pascal, union
-from ._summary import summary
+from ._summary import clip, summary
 from ._tool import Tool, python_name
 
 __all__ = ["Param", "ToolStub", "guest_spec", "search_entry", "stub", "summary"]
@@ -267,10 +267,15 @@ def stub(tool: Tool) -> str:
     return ToolStub.of(tool).source()
 
 
+_SIGNATURE_CHARS = 500
+"""A search result's signature is cut here: `help(tool)` shows the whole stub."""
+
+
 def search_entry(tool: Tool, said: str | None = None) -> dict[str, str]:
     """What `search_tools` returns for one tool; `said` is its summary when known (from
     `ToolRegistry.summary`, which leaves out boilerplate shared with other tools)."""
-    return {"name": tool.qualified_name, "signature": ToolStub.of(tool).signature(brief=True),
+    return {"name": tool.qualified_name,
+            "signature": clip(ToolStub.of(tool).signature(brief=True), _SIGNATURE_CHARS),
             "summary": summary(tool) if said is None else said}
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from tooliscode.runtime import locate_python_wasm
+from tooliscode.runtime import WasmtimeRuntime, locate_python_wasm
 from tooliscode.runtime._wasmtime.compile_cache import entry_path
 
 _LOAD = "from tooliscode.runtime import WasmtimeRuntime; WasmtimeRuntime(); print('LOADED')"
@@ -25,7 +25,7 @@ def _start(cache, code: str = _LOAD) -> subprocess.Popen:
 
 def _entry(cache, monkeypatch):
     monkeypatch.setenv("TOOLISCODE_CACHE_DIR", str(cache))
-    return entry_path(locate_python_wasm(), "epoch_interruption")
+    return entry_path(locate_python_wasm(), WasmtimeRuntime.engine_flags)
 
 
 def test_two_processes_compile_one_entry_once(tmp_path, monkeypatch):

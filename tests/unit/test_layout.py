@@ -107,6 +107,18 @@ def test_an_old_import_path_warns_and_still_works(old):
     importlib.import_module(public)  # the place the warning sends people exists
 
 
+def test_no_old_path_shadows_a_public_name_of_its_package():
+    """Importing `a.b` sets attribute `b` of package `a` to the module: an old path ending in a
+    name the package exports would replace that name."""
+    import types
+
+    for old in _old_paths():
+        parent, _, leaf = old.rpartition(".")
+        package = importlib.import_module(parent)
+        assert leaf not in getattr(package, "__all__", ()), old
+        assert isinstance(getattr(package, leaf, types.ModuleType("x")), types.ModuleType), old
+
+
 def _public(package: str) -> set[str]:
     return set(getattr(importlib.import_module(package), "__all__", ()))
 

@@ -15,7 +15,8 @@ from wasmtime import FuncType, Trap, ValType, WasmtimeError
 from wasmtime import _ffi as ffi
 from wasmtime._func import maybe_raise_last_exn
 
-__all__ = ["Memory", "caller_context", "define_unchecked", "call_unchecked", "UNCHECKED_CB",
+__all__ = ["Memory", "memory_base", "caller_context", "define_unchecked", "call_unchecked",
+           "UNCHECKED_CB",
            "NO_FINALIZER", "Export", "check_i32_export", "store_context", "i32", "i64", "set_i32"]
 
 
@@ -87,6 +88,11 @@ class Export:
             maybe_raise_last_exn()  # as wasmtime-py does: a host callback's own exception
             raise trap
         return ctypes.c_int32.from_address(at).value
+
+
+def memory_base(context: int, memory: int) -> int:
+    """Where a memory's bytes start in this process (`memory`: the address of its struct)."""
+    return _memory_data(context, memory) or 0
 
 
 def i32(args: int, index: int) -> int:

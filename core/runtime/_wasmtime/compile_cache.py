@@ -94,11 +94,14 @@ def _load_cached(engine: wasmtime.Engine, cached: Path | None) -> wasmtime.Modul
 
 def load_module(engine: wasmtime.Engine, wasm: WasmFile, flags: str,
                 announce: Callable[[str], None] = _announce, *, prefix: str = "python",
-                expected: str = "a few seconds") -> wasmtime.Module:
+                expected: str = "a few seconds",
+                transform: Callable[[bytes], bytes | None] | None = None) -> wasmtime.Module:
     """Load the compiled module from the cache, compiling (and caching) it on a miss.
 
     One process compiles a cache entry at a time; another that needs it meanwhile waits for
     it and loads it. `expected` says how long a compile usually takes, for the progress lines.
+    `transform` rewrites the module's bytes before the compile (None back: leave them); name
+    it in `flags`, since the cache entry holds what it made.
     """
     cached = entry_path(wasm, flags, prefix)
     module = _load_cached(engine, cached)
@@ -111,7 +114,9 @@ def load_module(engine: wasmtime.Engine, wasm: WasmFile, flags: str,
         with progress(announce, f"compiling the Python runtime {wasm.path.name}",
                       "once for this machine; later starts load it from the cache",
                       expected) as done:
-            module = wasmtime.Module.from_file(engine, str(wasm.path))
+            changed = transform(wasm.path.read_bytes()) if transform is not None else None
+            module = wasmtime.Module(engine, changed) if changed is not None \
+                else wasmtime.Module.from_file(engine, str(wasm.path))
             size = 0
             if cached is not None:
                 data = module.serialize()

@@ -20,8 +20,9 @@ from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
 from .._wasmtime.host_functions import guarded, sleep
 from .._wasmtime.shadow import FORWARDED, GUARDED, passthrough_module
 from .._wasmtime.wasm_file import WasmFile
-from ..base import GUEST_DIR, GuestSpec
+from ..base import GUEST_DIR, GuestSpec, TrapReason
 from ._locate import locate_python_wasm
+from ._stack import GuestStack, export_stack_pointer
 
 __all__ = ["CHANNEL_FD", "DefaultInstance", "WasmtimeRuntime"]
 
@@ -33,6 +34,10 @@ _FLAGS = struct.Struct("<H")
 _SOCK_RECV_ARGS = struct.Struct("<I12xI12xI12xI12xI12xI12x")  # six wasmtime_val_raw_t
 _IOVEC = struct.Struct("<II")
 _ctypes = wasmtime._ffi.ctypes
+WASM_STACK = 2 << 20
+"""wasmtime's own stack for wasm frames (its default is 512 KiB; 2 MiB is as far as it goes
+without async stacks): recursion CPython does not count, such as hashing a deeply nested
+tuple, goes as deep as natively before it traps. The guest's thread gets four times that."""
 
 _TRANSPORT = f'''
 import _socket, struct as _struct
@@ -72,6 +77,17 @@ class DefaultInstance(WasmtimeInstance):
     """One CPython 3.12 guest: `run` is its whole life, parked in host calls between cells."""
 
     _rt: WasmtimeRuntime
+    stack: GuestStack | None = None
+    """The guest's C stack, moved to a region of its own (see `_stack.py`)."""
+
+    def overran_stack(self) -> bool:
+        return self.stack is not None and self._store is not None and self.stack.overran()
+
+    def _classify(self, exc: Exception) -> TrapReason:
+        reason = super()._classify(exc)
+        if reason == "crash" and self.overran_stack():  # its C stack ran into the data below
+            return "stack"
+        return reason
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         wasi = wasmtime.WasiConfig()
@@ -125,14 +141,19 @@ class WasmtimeRuntime(WasmtimeRuntimeBase):
     `runtime_named`)."""
 
     name = "wasmtime-wasi"
+    thread_stack = 4 * WASM_STACK
+    engine_flags = "epoch_interruption,max_wasm_stack=2MiB,stack_pointer_export"
+    """What its compiled module depends on besides the wasm file (the cache entry's key)."""
 
     def __init__(self, wasm: str | Path | WasmFile | None = None, *,
                  expected_sha256: str | None = None, tick_s: float = 0.005):
         self.wasm = wasm if isinstance(wasm, WasmFile) else locate_python_wasm(wasm, expected_sha256)
         config = wasmtime.Config()
         config.epoch_interruption = True
+        config.max_wasm_stack = WASM_STACK
         self.engine = wasmtime.Engine(config)
-        self.module = load_module(self.engine, self.wasm, flags="epoch_interruption")
+        self.module = load_module(self.engine, self.wasm, flags=self.engine_flags,
+                                  transform=export_stack_pointer)
         self.forwarded = FORWARDED
         self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
         self._link({"sock_recv": _channel, "poll_oneoff": sleep,
@@ -143,7 +164,9 @@ class WasmtimeRuntime(WasmtimeRuntimeBase):
         return _TRANSPORT
 
     def _make(self, spec: GuestSpec) -> DefaultInstance:
-        return DefaultInstance(self, spec)
+        instance = DefaultInstance(self, spec)
+        instance.stack = GuestStack.move(instance._store, instance._instance.exports(instance._store))
+        return instance
 
 
 DefaultRuntime = WasmtimeRuntime
