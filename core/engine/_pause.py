@@ -159,7 +159,7 @@ class CallRecord:
     kind: str | None = None
 
     def same_call(self, tool: str, arguments: dict[str, Any]) -> bool:
-        return self.tool == tool and _canonical(self.arguments) == _canonical(arguments)
+        return same_call((self.tool, self.arguments), tool, arguments)
 
     def reply(self) -> dict[str, Any]:
         """What the guest is answered, as the call answered it the first time."""
@@ -193,6 +193,12 @@ class CellLog:
         return cls(data["code"], data["outer_id"],
                    {k: CallRecord(**v) for k, v in data["records"].items()},
                    [PendingCall(**p) for p in data["pending"]], data.get("expires"))
+
+
+def same_call(expected: tuple[str, dict[str, Any]], tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call of `tool` with `arguments` is the `expected` (tool, arguments), the
+    arguments compared as JSON (the log keeps them so)."""
+    return expected[0] == tool and _canonical(expected[1]) == _canonical(arguments)
 
 
 def _canonical(value: Any) -> str:

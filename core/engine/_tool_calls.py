@@ -30,11 +30,11 @@ from ._pause import (
     CallRecord,
     Decision,
     Parking,
-    PendingCall,
     StopCell,
     in_call,
 )
 from ._result import ToolCallRecord
+from ._steering import ANSWERED, Started, Steering, paused
 
 __all__ = ["CellCalls", "background_loop", "tool_executor"]
 
@@ -75,20 +75,7 @@ def _message(exc: BaseException) -> str:
 
 
 @dataclass
-class _Started:
-    tool: Tool
-    arguments: dict[str, Any]
-    future: cf.Future
-    started: float
-    expires: float | None
-    n: int = 0
-    """Its place among the cell's calls (its id is `<outer id>:<n>`)."""
-    answer: dict[str, Any] | None = None
-    """Given without running: logged on an earlier run, rejected, or answered."""
-
-
-@dataclass
-class CellCalls:
+class CellCalls(Steering):
     """The host side of one cell's tool calls."""
 
     registry: ToolRegistry
@@ -102,7 +89,7 @@ class CellCalls:
     the frozen record, which is built once, when the cell's result is."""
     _count: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
-    _started: dict[int, _Started] = field(default_factory=dict)
+    _started: dict[int, Started] = field(default_factory=dict)
     _blocking: cf.Future | None = None
     _loop_calls: LoopHandoff | None = None
     cancelled: bool = False
@@ -293,82 +280,6 @@ class CellCalls:
         self._made.append((tool.name, arguments, time.monotonic() - started, True, None))
         return {"ok": True, "value": value}
 
-    # -- ids, the log, decisions and pauses ----------------------------------------------
-
-    def id_of(self, n: int) -> str:
-        """The id of the cell's `n`-th call."""
-        return f"{self.outer_id}:{n}" if self.outer_id is not None else str(n)
-
-    def _steer(self, n: int, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        """The answer to call `n` when it is not to run as usual: as an earlier run of the
-        cell logged it, or as decided before it was made; a stop when it is not the call the
-        earlier run made there. None: run it."""
-        cid = self.id_of(n)
-        earlier = self.replay.get(cid)
-        expected = (earlier.tool, earlier.arguments) if earlier is not None \
-            else self.expected.get(cid)
-        if expected is not None and (expected[0] != tool.name or
-                                     not CallRecord(*expected, ok=True).same_call(tool.name,
-                                                                                  arguments)):
-            self.cancelled = True  # nothing more runs in this cell
-            return {"ok": False, "kind": "stop", "tool": tool.name,
-                    "error": _diverged(n, tool.name, arguments, *expected)}
-        if earlier is not None:
-            self._made.append((tool.name, arguments, 0.0, earlier.ok, earlier.error))
-            return earlier.reply()
-        decision = self.decisions.pop(cid, None)
-        return None if decision is None else self._decided(n, tool, arguments, decision)
-
-    def _decided(self, n: int, tool: Tool, arguments: dict[str, Any],
-                 decision: Decision) -> dict[str, Any]:
-        """Follow the decision for call `n`: run it (approved, maybe with other arguments),
-        fail it (rejected) or answer it with the value given."""
-        if decision.action == "reject":
-            error = decision.message or "the call was not approved"
-            self._made.append((tool.name, arguments, 0.0, False, error))
-            return {"ok": False, "kind": "rejected", "error": error, "tool": tool.name}
-        if decision.action == "respond":
-            self._made.append((tool.name, arguments, 0.0, True, None))
-            return {"ok": True, "value": to_json_value(decision.value)}
-        info = CallInfo(self.id_of(n), approved=True, metadata=decision.metadata)
-        reply = self._invoke(in_call(tool, info), decision.arguments or arguments)
-        if isinstance(reply, dict):
-            return reply
-        error = f"{tool.qualified_name}: the tool asked for a decision again after it was approved"
-        self._made.append((tool.name, arguments, 0.0, False, error))
-        return {"ok": False, "kind": "error", "error": error, "tool": tool.name}
-
-    def _pending(self, n: int, tool: Tool, arguments: dict[str, Any],
-                 paused: CallPaused) -> PendingCall:
-        return PendingCall(self.id_of(n), tool.name, arguments, paused.kind, paused.metadata)
-
-    def _park(self, pending: list[PendingCall]) -> dict[str, Decision]:
-        """Wait, parked on the guest's thread, until each of `pending` is decided; the time it
-        waits counts against no deadline."""
-        if self._loop_calls is not None:
-            self._loop_calls.leave()  # the loop is not held while nobody decides
-        if self.on_park is not None:
-            self.on_park()
-        began = time.monotonic()
-        decisions = self.parking.park(pending)
-        waited = time.monotonic() - began
-        if self.deadline is not None:
-            self.deadline += waited
-        for started in self._started.values():
-            if started.expires is not None:
-                started.expires += waited
-        if self.on_unpark is not None:
-            self.on_unpark(waited)
-        return decisions
-
-    def _logged(self, n: int, tool: Tool, arguments: dict[str, Any],
-                reply: dict[str, Any]) -> dict[str, Any]:
-        if self.outer_id is not None and reply.get("kind") != "stop":
-            self.log[self.id_of(n)] = CallRecord(tool.name, arguments, bool(reply.get("ok")),
-                                                 reply.get("value"), reply.get("error"),
-                                                 reply.get("kind"))
-        return reply
-
     def _handoff(self) -> LoopHandoff:
         handoff = self._loop_calls
         if handoff is None:
@@ -385,12 +296,12 @@ class CellCalls:
         if answer is not None:
             if answer.get("kind") == "stop":
                 return answer
-            self._started[cid] = _Started(tool, arguments, _ANSWERED, now, None, n, answer)
+            self._started[cid] = Started(tool, arguments, ANSWERED, now, None, n, answer)
         else:
             if self.outer_id is not None:
                 tool = in_call(tool, CallInfo(self.id_of(n)))
             timeout = self._timeout(tool)
-            self._started[cid] = _Started(tool, arguments, self._submit(tool, arguments, timeout),
+            self._started[cid] = Started(tool, arguments, self._submit(tool, arguments, timeout),
                                           now, None if timeout is None else now + timeout, n)
         return {"ok": True, "id": cid}
 
@@ -408,19 +319,19 @@ class CellCalls:
             if expiries:
                 until = max(0.0, min(expiries) - time.monotonic())
                 limit = until if limit is None else min(limit, until)
-            cf.wait([s.future for s in waiting.values() if not _paused(s)], timeout=limit,
+            cf.wait([s.future for s in waiting.values() if not paused(s)], timeout=limit,
                     return_when=cf.FIRST_COMPLETED)
             done = self._collect(waiting)
-            if done or not waiting or not all(_paused(s) for s in waiting.values()):
+            if done or not waiting or not all(paused(s) for s in waiting.values()):
                 return {"done": done}
             self._decide_started()  # every call waited on waits for a decision: pause
 
-    def _collect(self, waiting: dict[int, _Started]) -> list[dict[str, Any]]:
+    def _collect(self, waiting: dict[int, Started]) -> list[dict[str, Any]]:
         """The answers of the calls in `waiting` that ended (taken out of it); calls that
         paused stay, waiting for their decisions."""
         now, done = time.monotonic(), []
         for cid, s in list(waiting.items()):
-            if _paused(s):
+            if paused(s):
                 continue
             if s.answer is not None:
                 reply = s.answer
@@ -439,30 +350,6 @@ class CellCalls:
             del self._started[cid], waiting[cid]
             done.append({"id": cid, **self._logged(s.n, s.tool, s.arguments, reply)})
         return done
-
-    def _decide_started(self) -> None:
-        """Pause at the started calls that wait for decisions, once no other call is in
-        flight (one cut short now would run again when the cell is continued elsewhere), and
-        follow the decisions."""
-        running = [s for s in self._started.values() if s.answer is None and not _paused(s)]
-        for s in running:
-            expires = None if s.expires is None else max(0.0, s.expires - time.monotonic())
-            cf.wait([s.future], timeout=expires)
-            if s.future.done() and not s.future.cancelled() and s.future.exception() is None:
-                s.answer = self._outcome(s.tool, s.arguments, s.started, s.future.result)
-                self._logged(s.n, s.tool, s.arguments, s.answer)
-        held = [s for s in self._started.values() if _paused(s)]
-        decisions = self._park([self._pending(s.n, s.tool, s.arguments, s.future.exception())
-                                for s in held])
-        for s in held:
-            decision = decisions[self.id_of(s.n)]
-            if decision.action == "approve":
-                info = CallInfo(self.id_of(s.n), approved=True, metadata=decision.metadata)
-                tool = in_call(getattr(s.tool, "_tool", s.tool), info)
-                s.future = self._submit(tool, decision.arguments or s.arguments,
-                                        self._timeout(tool))
-            else:
-                s.answer = self._decided(s.n, s.tool, s.arguments, decision)
 
     def rebind(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Go on with async tools on `loop` (a paused cell continued by another run; no
@@ -493,31 +380,6 @@ class CellCalls:
 
 def _raise_timeout() -> Any:
     raise TimeoutError
-
-
-_ANSWERED: cf.Future = cf.Future()
-_ANSWERED.set_result(None)
-
-
-def _paused(started: _Started) -> bool:
-    """A started call that ended by pausing, and waits for its decision."""
-    future = started.future
-    return started.answer is None and future.done() and not future.cancelled() and \
-        isinstance(future.exception(), CallPaused)
-
-
-def _diverged(n: int, tool: str, arguments: dict[str, Any], was: str,
-              was_arguments: dict[str, Any]) -> str:
-    return (f"the cell was stopped: continuing after a pause, its call #{n} is "
-            f"{tool}({_args(arguments)}), but before the pause it was {was}({_args(was_arguments)}). "
-            "A paused cell must make the same calls in the same order when it goes on (code "
-            "that reads the clock or random numbers may not); no call was made. The session "
-            "holds what the cell did up to there: run the rest as a new cell.")
-
-
-def _args(arguments: dict[str, Any]) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _invoke_sync(tool: Tool, arguments: dict[str, Any], loop: Any) -> Any:
