@@ -32,12 +32,13 @@ demo: $(STAMP)
 # Two workers, each test file on one of them (module fixtures are then set up once). Most of
 # the suite's time is spent starting interpreters and subprocesses, which two workers overlap.
 # Then the whole suite again with the data runtime as the default (tests/data pins it already;
-# tests/unit boots no guest).
+# tests/unit boots no guest; the examples are the README's, on the default runtime, and what
+# they show is tested on both runtimes by the other files).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
 	$(CREW_PY) -m pytest -q tests/crewai_env
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
-		--ignore=tests/data --ignore=tests/unit
+		--ignore=tests/data --ignore=tests/unit --ignore=tests/test_examples.py
 	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
 
 bench: setup

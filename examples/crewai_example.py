@@ -54,9 +54,10 @@ def model() -> Any:
 
 def show_call(context: Any) -> None:
     """A CrewAI hook: it sees the code tool's call and each call its code makes."""
-    if context.tool_name != "run_python":
-        print(f"  hook: {context.tool_name}({context.tool_input}) in the task "
-              f"{context.task.description[:24]!r}...")
+    if context.tool_name != "run_python":  # gathered calls come from several threads at once:
+        sys.stdout.write(f"  hook: {context.tool_name}({context.tool_input}) in the task "  # one
+                         f"{context.task.description[:24]!r}...\n")  # write a line, not two
+        sys.stdout.flush()
 
 
 def main() -> None:

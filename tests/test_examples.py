@@ -1,15 +1,21 @@
 """The framework examples run offline as the README says, and their answers are right.
 
-Each example is run as a user would (`python examples/X.py`, no OPENAI_API_KEY), and what it
-prints is checked against answers worked out here from the example's own data.
+Each example runs as its own `__main__`, as `python examples/X.py` would run it (no
+OPENAI_API_KEY, the examples folder first on the path), and what it prints is checked against
+answers worked out here from the example's own data. It runs in this process: a new one would
+import its framework again, which costs more than the example itself. CrewAI's runs in its own
+environment, as a user's would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from collections import Counter
@@ -21,12 +27,32 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_example(name: str, python: str = sys.executable) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GOOGLE_API_KEY")}
-    done = subprocess.run([python, str(ROOT / "examples" / f"{name}.py")], env=env,
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
+_KEYS = ("OPENAI_API_KEY", "GOOGLE_API_KEY")
+
+
+def run_example(name: str, python: str | None = None) -> str:
+    """What the example prints: in this process, or with `python` in a process of its own."""
+    script = ROOT / "examples" / f"{name}.py"
+    if python is not None:
+        env = {k: v for k, v in os.environ.items() if k not in _KEYS}
+        done = subprocess.run([python, str(script)], env=env, capture_output=True, text=True,
+                              timeout=300, cwd=ROOT, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+    out = io.StringIO()
+    saved = {k: os.environ.pop(k) for k in _KEYS if k in os.environ}
+    path, cwd = list(sys.path), os.getcwd()
+    try:
+        sys.path.insert(0, str(script.parent))
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exit_:
+        assert exit_.code in (0, None), out.getvalue()[-3000:]
+    finally:
+        sys.path[:], _ = path, os.chdir(cwd)
+        os.environ.update(saved)
+    return out.getvalue()
 
 
 def load(name: str) -> ModuleType:
@@ -107,7 +133,9 @@ def test_openai_agents_approval_example() -> None:
     """Each email pauses the cell; the person approves Ann's here, rejects Bob's in a new
     process resumed from the run's JSON, and approves Eve's there: each email is sent once,
     by the process that approved it."""
-    out, ex = run_example("openai_agents_approval_example"), load("openai_agents_approval_example")
+    # Its own process: it starts another for the resume, from itself as a script.
+    out = run_example("openai_agents_approval_example", sys.executable)
+    ex = load("openai_agents_approval_example")
     first, second = out.split("=== the paused run, as JSON, goes to a new process")
     late = [o["customer"] for o in ex.ORDERS if not o["shipped"] and o["due"] < ex.TODAY]
     assert late == ["ann@example.com", "bob@example.com", "eve@example.com"]
@@ -123,7 +151,8 @@ def test_openai_agents_approval_example() -> None:
 
 
 def test_openai_agents_example() -> None:
-    out, ex = run_example("openai_agents_example"), load("openai_agents_example")
+    # Its own process: the Agents SDK's trace processors are process-wide.
+    out, ex = run_example("openai_agents_example", sys.executable), load("openai_agents_example")
     paid: Counter[str] = Counter()
     for order in ex.ORDERS:
         if order["status"] == "paid":

@@ -15,8 +15,8 @@ VICTIM_LIMITS = Limits(timeout_s=60, memory_bytes=64 * 1024 * 1024, output_chars
 time, so a bomb that must end with its own error (MemoryError, RecursionError, a full disk)
 ends with it however loaded the machine is, never with a timeout."""
 
-RUNAWAY_LIMITS = Limits(timeout_s=2, output_chars=5_000)
-"""For code that only a timeout stops: a short one, so each such test waits 2 s, not 5. The
+RUNAWAY_LIMITS = Limits(timeout_s=1, output_chars=5_000)
+"""For code that only a timeout stops: a short one, so each such test waits 1 s, not 5. The
 cells a test runs after it take milliseconds, far inside the limit even on a loaded machine.
 The default memory (512 MiB) means code that eats memory as it spins reaches the timeout
 long before the memory limit."""

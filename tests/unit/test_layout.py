@@ -37,7 +37,6 @@ def test_the_layers_and_the_guest_contracts_hold():
 
 @pytest.mark.parametrize("module, line", [
     ("tools/_tool.py", "from ..cli import main  # an upward import"),
-    ("engine/_limits.py", "from ..codetool import CodeTool  # an upward import"),
     ("runtime/default/_runtime.py", "from ..data import DataRuntime  # one runtime on the other"),
     ("guest/convert.py", "from ..errors import ToolError  # the guest reaching the host"),
 ])
