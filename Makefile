@@ -12,7 +12,10 @@ CREW_STAMP := $(CREW)/.installed
 
 .PHONY: setup demo test bench lint clean
 
-setup: $(STAMP) $(CREW_STAMP)
+# The two environments install side by side: most of an install is waiting on downloads and
+# unpacking, which two jobs overlap.
+setup:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(CREW_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

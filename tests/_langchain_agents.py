@@ -166,25 +166,34 @@ def tool_messages(state: Any) -> list[str]:
     return [str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)]
 
 
-def main() -> None:
+def step(mode: str, url: str, saved: Path, which: str, codes: list[str]) -> dict[str, Any]:
+    """One step of the conversation (`start` running `codes`, or `resume`), the checkpointer
+    read from and written back to `saved`: the interrupts now pending, the tools' runs in
+    this step, and the code tool's messages."""
     from tooliscode import Limits
     from tooliscode.durable import RedisStore
 
-    mode, url, saved, step = sys.argv[1:5]
-    path = Path(saved)
-    saver = load_checkpoints(path) if path.exists() else InMemorySaver()
+    before = RAN.copy()
+    saver = load_checkpoints(saved) if saved.exists() else InMemorySaver()
     agent, code = make_agent(mode, saver, store=RedisStore(url), limits=Limits(timeout_s=60))
     config = {"configurable": {"thread_id": "orders"}}
-    if step == "start":
-        for code_text in sys.argv[5:]:
-            result = agent.invoke({"messages": [("user", code_text)]}, config, version="v2")
-    else:
-        pending = [i for task in agent.get_state(config).tasks for i in task.interrupts]
-        result = agent.invoke(answer(pending), config, version="v2")
-    save_checkpoints(saver, path)
-    code.close()
-    print(json.dumps({"interrupts": [i.value for i in result.interrupts], "ran": dict(RAN),
-                      "messages": tool_messages(result.value)}))
+    try:
+        if which == "start":
+            for code_text in codes:
+                result = agent.invoke({"messages": [("user", code_text)]}, config, version="v2")
+        else:
+            pending = [i for task in agent.get_state(config).tasks for i in task.interrupts]
+            result = agent.invoke(answer(pending), config, version="v2")
+        save_checkpoints(saver, saved)
+    finally:
+        code.close()
+    return {"interrupts": [i.value for i in result.interrupts], "ran": dict(RAN - before),
+            "messages": tool_messages(result.value)}
+
+
+def main() -> None:
+    mode, url, saved, which = sys.argv[1:5]
+    print(json.dumps(step(mode, url, Path(saved), which, sys.argv[5:])))
 
 
 if __name__ == "__main__":

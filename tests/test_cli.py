@@ -1,4 +1,5 @@
-"""The `tooliscode` command, run as a subprocess with piped input, as a person would."""
+"""The `tooliscode` command, run as a subprocess with piped input, as a person would (what
+it refuses before starting anything, in this process)."""
 
 from __future__ import annotations
 
@@ -56,16 +57,19 @@ def test_repl_shows_the_model_view_and_runs_cells():
     assert "never runs" not in out
 
 
-def test_one_command_and_exit_codes():
+def test_one_command_and_exit_codes(capsys):
     ok = tooliscode(f"{STORE}:FUNCTIONS", "-q", "-c", "print(len(list_categories()))")
     assert ok.returncode == 0 and ok.stdout.strip().endswith("10")
     assert "=== instructions" not in ok.stdout
     failed = tooliscode(f"{STORE}:FUNCTIONS", "-q", "-c", "1/0")
     assert failed.returncode == 1 and "ZeroDivisionError" in failed.stdout
-    bad = tooliscode("no_such_module_here:TOOLS", "-q")
-    assert bad.returncode == 2 and "No module named 'no_such_module_here'" in bad.stderr
-    missing = tooliscode(f"{STORE}:TOOLS", "-q", "-c", "1")  # dict tools, no callback
-    assert missing.returncode == 2 and "callback" in missing.stderr
+    # refused before a sandbox starts: the entry point in this process says the same
+    from tooliscode.cli import main
+
+    assert main(["no_such_module_here:TOOLS", "-q"]) == 2
+    assert "No module named 'no_such_module_here'" in capsys.readouterr().err
+    assert main([f"{STORE}:TOOLS", "-q", "-c", "1"]) == 2  # dict tools, no callback
+    assert "callback" in capsys.readouterr().err
 
 
 def test_chat_shape_and_the_console_script():

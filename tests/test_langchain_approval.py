@@ -25,6 +25,7 @@ from _langchain_agents import (
     answer,
     decide,
     make_agent,
+    step,
     tool_messages,
 )
 from durable.conftest import redis_url  # noqa: F401 - the fixture
@@ -380,22 +381,22 @@ WORKER = Path(__file__).parent / "_langchain_agents.py"
 
 @pytest.mark.parametrize("mode", MODES)
 def test_resume_in_new_processes_over_redis(mode, redis_url, tmp_path):  # noqa: F811
-    """Each step in a process of its own: the pause, then every resume, with the
+    """The pause in this process, then every resume in a process of its own, with the
     checkpointer's state saved between them and the session in Redis. The cell goes on
     where it stopped: the earlier turn's variable is there, and no call runs twice."""
     saved = tmp_path / "checkpoints"
 
-    def step(*args: str) -> dict:
+    def in_new_process(*args: str) -> dict:
         done = subprocess.run([sys.executable, str(WORKER), mode, redis_url, str(saved), *args],
                               capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.splitlines()[-1])
 
-    out = step("start", "n = 41", GATHERED.replace("print(", "print(n, "))
+    out = step(mode, redis_url, saved, "start", ["n = 41", GATHERED.replace("print(", "print(n, ")])
     assert out["interrupts"] and out["ran"] == {"find_late_orders": 1}
     runs = [out["ran"]]
     while out["interrupts"]:
-        out = step("resume")
+        out = in_new_process("resume")
         runs.append(out["ran"])
     assert "41 ['sent to ann'" in out["messages"][-1] and "not to bob" in out["messages"][-1]
     total: dict[str, int] = {}

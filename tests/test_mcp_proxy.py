@@ -64,8 +64,10 @@ async def _run(client: Client, code: str) -> tuple[str, bool]:
     return block.text, bool(result.is_error)
 
 
-async def test_stdio_shows_two_tools_whose_description_is_the_catalog(servers_json):
-    async with _stdio(servers_json) as client:
+async def test_stdio_lists_the_catalog_and_runs_cells_over_two_servers(servers_json, repo):
+    """One proxy process (each costs its upstream servers' starts): the two tools and their
+    catalog, search, then cells that use two servers, keep state and report errors."""
+    async with _stdio(servers_json, "--memory", "96") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(tools) == ["run_python", "search_tools"]
         code_tool = tools["run_python"]
@@ -88,9 +90,6 @@ async def test_stdio_shows_two_tools_whose_description_is_the_catalog(servers_js
         nothing = await client.call_tool("search_tools", {"query": "zzqx"})
         assert not nothing.is_error and nothing.content[0].text.startswith("No tool matched")
 
-
-async def test_stdio_cells_use_two_servers_keep_state_and_report_errors(servers_json, repo):
-    async with _stdio(servers_json, "--memory", "96") as client:
         text, failed = await _run(client, (
             "import asyncio\n"
             f"log, items, now = await asyncio.gather(git.git_log(repo_path={str(repo)!r}),"
@@ -292,14 +291,18 @@ def test_http_interpreters_close_with_their_client_sessions():
     ('{"mcpServers": {"remote": {"type": "sse", "url": "http://localhost:1/sse"}}}',
      "SSE is not supported"),
 ])
-def test_a_bad_config_file_is_a_clear_error(tmp_path, content, message):
+def test_a_bad_config_file_is_a_clear_error(tmp_path, capsys, content, message):
+    """The command's own entry point, in this process (the console script runs it in
+    test_upstream_servers_that_fail_to_start_are_named)."""
+    from tooliscode.cli import main
+
     path = tmp_path / "servers.json"
     if content is not None:
         path.write_text(content)
-    done = subprocess.run([*TOOLISCODE, "--config", str(path)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, check=False, stdin=subprocess.DEVNULL)
-    assert done.returncode == 2 and message in done.stderr, done.stderr
-    assert str(path) in done.stderr and done.stdout == ""
+    code = main(["mcp", "--config", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and message in err, err
+    assert str(path) in err and out == ""
 
 
 def test_upstream_servers_that_fail_to_start_are_named(tmp_path):
