@@ -77,7 +77,11 @@ def main() -> None:
             continue
         print(f"\n## {title} ({name}.py)", flush=True)
         started = time.perf_counter()
-        rows = _rows(name, peer=not args.no_peer)
+        try:
+            rows = _rows(name, peer=not args.no_peer)
+        except Exception as exc:  # noqa: BLE001 - one broken group is reported, the rest still run
+            rows = [Row(f"{name}.py did not finish", f"{type(exc).__name__}: {exc}"[:300], "-",
+                        "failed")]
         every += [(title, *row) for row in rows]
         text = table(rows)
         print(text, flush=True)

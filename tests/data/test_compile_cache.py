@@ -1,5 +1,5 @@
-"""The compiled-module cache under two real processes: one compiles, the other waits and
-loads; a killed compile leaves no entry, and its leftovers are cleaned up."""
+"""The compiled-module cache under real processes: one compiles, another waits and loads; a
+killed compile leaves no entry, and its leftovers are cleaned up."""
 
 from __future__ import annotations
 
@@ -37,17 +37,6 @@ def _entry(cache, monkeypatch):
     return entry_path(locate_python_wasm(), WasmtimeRuntime.engine_flags)
 
 
-def test_two_processes_compile_one_entry_once(tmp_path, monkeypatch):
-    entry = _entry(tmp_path, monkeypatch)
-    procs = [_start(tmp_path), _start(tmp_path)]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 and "LOADED" in out for p, (out, _) in zip(procs, outs)), outs
-    logs = "".join(err for _, err in outs)
-    assert logs.count("(once for this machine;") == 1, logs  # one compile started
-    assert entry.is_file()
-    assert not list(tmp_path.glob(".tmp-*"))
-
-
 def test_a_process_waits_for_the_lock_holder(tmp_path, monkeypatch):
     shared = _shared_entry()
     entry = _entry(tmp_path, monkeypatch)
@@ -71,7 +60,11 @@ def test_a_process_waits_for_the_lock_holder(tmp_path, monkeypatch):
     assert "compiling the Python runtime" not in err, err  # it loaded what the holder made
 
 
-def test_a_killed_compile_leaves_no_entry_and_its_leftovers_go(tmp_path, monkeypatch):
+def test_a_killed_compile_leaves_no_entry_then_two_processes_compile_it_once(tmp_path,
+                                                                               monkeypatch):
+    """One real compile after a killed one: the kill leaves no entry; of the two processes
+    started next, one compiles (removing the killed writer's leftovers) while the other
+    waits, and both load it."""
     entry = _entry(tmp_path, monkeypatch)
     proc = _start(tmp_path)
     time.sleep(1.0)  # inside the compile (it takes seconds)
@@ -80,7 +73,10 @@ def test_a_killed_compile_leaves_no_entry_and_its_leftovers_go(tmp_path, monkeyp
     assert not entry.exists()
     leftover = tmp_path / f".tmp-{entry.name}-killed"
     leftover.write_bytes(b"half a module")  # what a kill during the write would leave
-    again = _start(tmp_path)
-    out, err = again.communicate(timeout=600)
-    assert again.returncode == 0 and "LOADED" in out, err
+    procs = [_start(tmp_path), _start(tmp_path)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 and "LOADED" in out for p, (out, _) in zip(procs, outs)), outs
+    logs = "".join(err for _, err in outs)
+    assert logs.count("(once for this machine;") == 1, logs  # one compile started
     assert entry.is_file() and not leftover.exists()
+    assert not list(tmp_path.glob(".tmp-*"))

@@ -1,4 +1,5 @@
-"""Choosing the data runtime by name: the environment variable and the command line."""
+"""Choosing the data runtime by name: the environment variable and the command line
+(`tooliscode warmup --runtime default` makes the fresh cache of tests/test_runtime.py)."""
 
 from __future__ import annotations
 
@@ -38,11 +39,3 @@ def test_guides_name_each_runtimes_python():
     assert "runs Python 3.15 with numpy, pandas" in data
     assert "runs Python 3.12 (standard library only)" in instructions(
         ToolRegistry([]), python=Runtime.python_note)
-
-
-def test_warmup_prepares_the_default_runtime(tmp_path):
-    out = _run([sys.executable, "-m", "tooliscode.cli", "warmup", "--runtime", "default"],
-               TOOLISCODE_CACHE_DIR=str(tmp_path))
-    assert out.returncode == 0, out.stderr
-    assert "'default' ready" in out.stderr
-    assert list(tmp_path.glob("python-*.cwasm"))
