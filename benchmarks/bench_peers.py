@@ -52,7 +52,7 @@ from pydantic_ai import Agent, RunContext  # noqa: E402
 from pydantic_ai.messages import ToolCallPart  # noqa: E402
 from pydantic_ai.tool_manager import ToolManager  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-from tooliscode import Session  # noqa: E402
+from tooliscode import Session, Tool, as_tool  # noqa: E402
 from tooliscode.integrations.langchain import as_langchain_tool  # noqa: E402
 from tooliscode.integrations.openai_agents import CodeModeToolset as AgentsCodeMode  # noqa: E402
 from tooliscode.integrations.pydantic_ai import CodeModeToolset  # noqa: E402
@@ -183,6 +183,71 @@ def pydantic_ai_dispatch_probe(fn: Callable[..., Any], n: int) -> Probe:
     return probe
 
 
+def _direct(fn: Callable[..., Any], function: Callable[..., Any]) -> Session:
+    """A session whose tool, named and typed as `fn`, is `function`: the sandbox calling a
+    framework's dispatch straight, the baseline an adapter's own share is measured against
+    (a dispatch that suspends, a sync tool run on a thread, costs more beside the sandbox
+    than alone)."""
+    return Session([Tool(name=fn.__name__, parameters=as_tool(fn).parameters,
+                         function=function, validate=None)])
+
+
+def pydantic_ai_direct_probe(fn: Callable[..., Any], code: str) -> tuple[Probe, Session]:
+    """The sandbox calling the `ToolManager` of `pydantic_ai_dispatch_probe` straight."""
+    inner, current = FunctionToolset([fn]), {}
+
+    async def dispatch(**args: Any) -> Any:
+        return await current["manager"].handle_call(ToolCallPart(fn.__name__, args),
+                                                    wrap_validation_errors=False)
+
+    session, timed = _direct(fn, dispatch), []
+
+    async def run_python(ctx: RunContext[None], code: str) -> str:
+        current["manager"] = ToolManager(toolset=inner, ctx=ctx, tools=await inner.get_tools(ctx),
+                                         root_capability=ctx.tool_manager.root_capability)
+        timed.append(guest_per_call((await session.arun(code)).stdout))
+        return "done"
+
+    agent = Agent(OneCall("run_python", code).model, toolsets=[FunctionToolset([run_python])])
+
+    async def probe() -> float:
+        await agent.run("go")
+        return timed[-1]
+    return probe, session
+
+
+def langchain_direct_probe(fn: Callable[..., Any], tool: Any, code: str,
+                           kind: str) -> tuple[Probe, Session]:
+    """The sandbox calling `invoke` / `ainvoke` of `langchain_dispatch_probe` straight, on the
+    route the adapter takes for `kind`."""
+    if kind == "sync":
+        session = _direct(fn, lambda **args: tool.invoke(
+            args, patch_config(None, callbacks=CallbackManager(handlers=[]))))
+    else:
+        async def dispatch(**args: Any) -> Any:
+            return await tool.ainvoke(args, patch_config(
+                None, callbacks=AsyncCallbackManager(handlers=[])))
+        session = _direct(fn, dispatch)
+    return session_probe(session, code, kind), session
+
+
+def agents_direct_probe(fn: Callable[..., Any], tool: Any, code: str) -> tuple[Probe, Session]:
+    """The sandbox calling the SDK's `invoke_function_tool` of `agents_dispatch_probe`
+    straight, inside a trace."""
+    async def dispatch(**args: Any) -> Any:
+        arguments = json.dumps(args)
+        with function_span(tool.name):
+            return await invoke_function_tool(function_tool=tool, arguments=arguments,
+                                              context=_tool_context(tool.name, arguments))
+
+    session = _direct(fn, dispatch)
+
+    async def probe() -> float:
+        with trace("bench"):
+            return guest_per_call((await session.arun(code)).stdout)
+    return probe, session
+
+
 def langchain_probe(tool: Any, code: str, kind: str) -> Probe:
     async def probe() -> float:
         if kind == "sync":
@@ -264,6 +329,12 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             stack.callback(agents_code.close)
             probes["Agents SDK", kind] = agents_probe(agents_code, code)
             probes["Agents SDK dispatch", kind] = agents_dispatch_probe(sdk_tool, n)
+            for name, (probe, straight) in (
+                    ("PydanticAI", pydantic_ai_direct_probe(fn, code)),
+                    ("LangChain", langchain_direct_probe(fn, lc_tool, code, kind)),
+                    ("Agents SDK", agents_direct_probe(fn, sdk_tool, code))):
+                probes[f"{name} direct", kind] = probe
+                stack.callback(straight.close)
         return await best_of(probes, rounds)
 
 
