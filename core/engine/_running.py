@@ -21,7 +21,7 @@ from ._cell_report import Cell, build_result, trap_result
 from ._limits import Limits
 from ._live import GuestHold
 from ._parked import ABANDONED, PAUSED, Parked, first_of, paused_result, wait_either
-from ._pause import CellLog, Decision, Parking
+from ._pause import CellLog, Decision
 from ._result import CellResult
 from ._tool_calls import CellCalls
 from ._worker import Command, NotStarted, Worker
@@ -40,7 +40,7 @@ class Steer:
     decisions: Mapping[str, Decision] | None = None
 
     def apply(self, calls: CellCalls, limits: Limits) -> None:
-        calls.parking = Parking(limits.pause_s)
+        calls.parking.expire_s = limits.pause_s  # the cell's own, made with it
         log = self.log
         calls.outer_id = self.call_id if self.call_id is not None else (
             log.outer_id if log is not None else None)
