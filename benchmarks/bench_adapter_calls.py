@@ -26,6 +26,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from bench_peers import (  # noqa: E402
     adapter_rows,
     aget_order,
     best_of,
+    direct_session,
     guest_loop,
     guest_per_call,
     session_probe,
@@ -56,7 +58,7 @@ from llama_index.core.llms import MockFunctionCallingLLM  # noqa: E402
 from llama_index.core.tools import FunctionTool as LlamaTool  # noqa: E402
 from llama_index.core.tools.types import adapt_to_async_tool  # noqa: E402
 from llama_index.core.workflow import Context  # noqa: E402
-from tooliscode import Session, Tool, as_tool  # noqa: E402
+from tooliscode import Session  # noqa: E402
 from tooliscode.integrations.google_adk import CodeModeToolset  # noqa: E402
 from tooliscode.integrations.llama_index import as_llama_index_tool  # noqa: E402
 
@@ -99,28 +101,29 @@ def adk_probe(fn: Any, code: str) -> tuple[Probe, CodeModeToolset]:
     return probe, toolset
 
 
-def adk_dispatch_probe(fn: Any, n: int) -> Probe:
-    """ADK's own per-call work, in a real run's invocation, no sandbox."""
-    tool = FunctionTool(fn)
+async def _adk_call(tool: FunctionTool, outer: ToolContext, args: dict[str, Any],
+                    call_id: str) -> Any:
+    """What ADK's flow does per tool call, in the run's invocation: a `ToolContext`, the
+    plugins' before/after callbacks, `run_async`, and an `execute_tool` span."""
+    invocation = outer.get_invocation_context()
+    plugins = invocation.plugin_manager
+    ctx = ToolContext(invocation, event_actions=outer.actions, function_call_id=call_id)
+    with tracer.start_as_current_span(f"execute_tool {tool.name}"):
+        await plugins.run_before_tool_callback(tool=tool, tool_args=args, tool_context=ctx)
+        result = await tool.run_async(args=args, tool_context=ctx)
+        await plugins.run_after_tool_callback(tool=tool, tool_args=args, tool_context=ctx,
+                                              result=result)
+        trace_tool_call(tool, args, None, invocation_context=invocation)
+    return result
+
+
+def _adk_timing(measure: Callable[[ToolContext], Awaitable[float]]) -> Probe:
+    """A probe: an ADK run whose one tool call (`timing`) records `measure(its context)`."""
     timed: list[float] = []
 
     async def timing(tool_context: ToolContext) -> str:
-        """Runs the inner tool n times as ADK's flow would."""
-        invocation = tool_context.get_invocation_context()
-        plugins = invocation.plugin_manager
-        start = time.perf_counter()
-        for i in range(n):
-            args = {"order_id": i}
-            ctx = ToolContext(invocation, event_actions=tool_context.actions,
-                              function_call_id=f"c:{i}")
-            with tracer.start_as_current_span(f"execute_tool {tool.name}"):
-                await plugins.run_before_tool_callback(tool=tool, tool_args=args,
-                                                       tool_context=ctx)
-                result = await tool.run_async(args=args, tool_context=ctx)
-                await plugins.run_after_tool_callback(tool=tool, tool_args=args,
-                                                      tool_context=ctx, result=result)
-                trace_tool_call(tool, args, None, invocation_context=invocation)
-        timed.append((time.perf_counter() - start) / n)
+        """Measures ADK's per-call work inside this run."""
+        timed.append(await measure(tool_context))
         return "done"
 
     runner = InMemoryRunner(agent=LlmAgent(name="bench", model=_OneCall(tool="timing"),
@@ -132,43 +135,33 @@ def adk_dispatch_probe(fn: Any, n: int) -> Probe:
     return probe
 
 
+def adk_dispatch_probe(fn: Any, n: int) -> Probe:
+    """ADK's own per-call work, in a real run's invocation, no sandbox."""
+    tool = FunctionTool(fn)
+
+    async def loop(outer: ToolContext) -> float:
+        start = time.perf_counter()
+        for i in range(n):
+            await _adk_call(tool, outer, {"order_id": i}, f"c:{i}")
+        return (time.perf_counter() - start) / n
+    return _adk_timing(loop)
+
+
 def adk_direct_probe(fn: Any, code: str) -> tuple[Probe, Session]:
     """The sandbox calling ADK's per-call work straight (as `adk_dispatch_probe` does it, but
     from sandboxed code), in a real run's invocation: the baseline the adapter's own share is
     measured against."""
-    tool = FunctionTool(fn)
-    current: dict[str, ToolContext] = {}
+    tool, current = FunctionTool(fn), {}
 
     async def dispatch(**args: Any) -> Any:
-        outer = current["ctx"]
-        invocation = outer.get_invocation_context()
-        plugins = invocation.plugin_manager
-        ctx = ToolContext(invocation, event_actions=outer.actions, function_call_id="c")
-        with tracer.start_as_current_span(f"execute_tool {tool.name}"):
-            await plugins.run_before_tool_callback(tool=tool, tool_args=args, tool_context=ctx)
-            result = await tool.run_async(args=args, tool_context=ctx)
-            await plugins.run_after_tool_callback(tool=tool, tool_args=args, tool_context=ctx,
-                                                  result=result)
-            trace_tool_call(tool, args, None, invocation_context=invocation)
-        return result
+        return await _adk_call(tool, current["ctx"], args, "c")
 
-    session = Session([Tool(name=fn.__name__, parameters=as_tool(fn).parameters,
-                            function=dispatch, validate=None)])
-    timed: list[float] = []
+    session = direct_session(fn, dispatch)
 
-    async def timing(tool_context: ToolContext) -> str:
-        """Runs the sandboxed loop, each call doing ADK's per-call work."""
-        current["ctx"] = tool_context
-        timed.append(guest_per_call((await session.arun(code)).stdout))
-        return "done"
-
-    runner = InMemoryRunner(agent=LlmAgent(name="bench", model=_OneCall(tool="timing"),
-                                           tools=[timing]), app_name="bench")
-
-    async def probe() -> float:
-        await _adk_run(runner)
-        return timed[-1]
-    return probe, session
+    async def sandboxed(outer: ToolContext) -> float:
+        current["ctx"] = outer
+        return guest_per_call((await session.arun(code)).stdout)
+    return _adk_timing(sandboxed), session
 
 
 # -- LlamaIndex ---------------------------------------------------------------------------------
@@ -195,22 +188,22 @@ def llama_probe(fn: Any, code: str) -> tuple[Probe, Any]:
     return probe, tool
 
 
-def llama_dispatch_probe(fn: Any, n: int) -> Probe:
-    """An agent's own work per tool call (its `call_tool` step), no sandbox."""
-    inner = adapt_to_async_tool(LlamaTool.from_defaults(fn))
+async def _llama_call(inner: Any, ctx: Context, name: str, args: dict[str, Any],
+                      call_id: str) -> Any:
+    """What an agent's `call_tool` step does per call: the events and `acall`."""
+    ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=args, tool_id=call_id))
+    output = await inner.acall(**args)
+    ctx.write_event_to_stream(ToolCallResult(tool_name=name, tool_kwargs=args, tool_id=call_id,
+                                             tool_output=output, return_direct=False))
+    return output
+
+
+def _llama_timing(measure: Callable[[Context], Awaitable[float]]) -> Probe:
+    """A probe: an agent run whose one tool call (`timing`) records `measure(its context)`."""
     timed: list[float] = []
 
     async def timing(ctx: Context) -> str:
-        start = time.perf_counter()
-        for i in range(n):
-            args = {"order_id": i}
-            ctx.write_event_to_stream(ToolCall(tool_name="get_order", tool_kwargs=args,
-                                               tool_id=f"c{i}"))
-            output = await inner.acall(**args)
-            ctx.write_event_to_stream(ToolCallResult(
-                tool_name="get_order", tool_kwargs=args, tool_id=f"c{i}", tool_output=output,
-                return_direct=False))
-        timed.append((time.perf_counter() - start) / n)
+        timed.append(await measure(ctx))
         return "done"
 
     agent = FunctionAgent(tools=[LlamaTool.from_defaults(async_fn=timing)],
@@ -222,39 +215,34 @@ def llama_dispatch_probe(fn: Any, n: int) -> Probe:
     return probe
 
 
+def llama_dispatch_probe(fn: Any, n: int) -> Probe:
+    """An agent's own work per tool call (its `call_tool` step), no sandbox."""
+    inner = adapt_to_async_tool(LlamaTool.from_defaults(fn))
+
+    async def loop(ctx: Context) -> float:
+        start = time.perf_counter()
+        for i in range(n):
+            await _llama_call(inner, ctx, "get_order", {"order_id": i}, f"c{i}")
+        return (time.perf_counter() - start) / n
+    return _llama_timing(loop)
+
+
 def llama_direct_probe(fn: Any, code: str) -> tuple[Probe, Session]:
     """The sandbox calling LlamaIndex's dispatch straight (the events and `acall`, as the
     adapter does, but without it) inside a real agent run: the baseline the adapter's own
     share is measured against, since a sync tool's `acall` runs it on a thread and the two
     together cost more than their sum."""
-    inner = adapt_to_async_tool(LlamaTool.from_defaults(fn))
-    current: dict[str, Context] = {}
+    inner, current = adapt_to_async_tool(LlamaTool.from_defaults(fn)), {}
 
     async def dispatch(**args: Any) -> Any:
-        ctx = current["ctx"]
-        ctx.write_event_to_stream(ToolCall(tool_name=fn.__name__, tool_kwargs=args, tool_id="c"))
-        output = await inner.acall(**args)
-        ctx.write_event_to_stream(ToolCallResult(tool_name=fn.__name__, tool_kwargs=args,
-                                                 tool_id="c", tool_output=output,
-                                                 return_direct=False))
-        return output.raw_output
+        return (await _llama_call(inner, current["ctx"], fn.__name__, args, "c")).raw_output
 
-    session = Session([Tool(name=fn.__name__, parameters=as_tool(fn).parameters,
-                            function=dispatch, validate=None)])
-    timed: list[float] = []
+    session = direct_session(fn, dispatch)
 
-    async def timing(ctx: Context) -> str:
+    async def sandboxed(ctx: Context) -> float:
         current["ctx"] = ctx
-        timed.append(guest_per_call((await session.arun(code)).stdout))
-        return "done"
-
-    agent = FunctionAgent(tools=[LlamaTool.from_defaults(async_fn=timing)],
-                          llm=_one_call("timing", {}, []))
-
-    async def probe() -> float:
-        await agent.run("go")
-        return timed[-1]
-    return probe, session
+        return guest_per_call((await session.arun(code)).stdout)
+    return _llama_timing(sandboxed), session
 
 
 # -- measuring ----------------------------------------------------------------------------------

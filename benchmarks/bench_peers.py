@@ -183,7 +183,7 @@ def pydantic_ai_dispatch_probe(fn: Callable[..., Any], n: int) -> Probe:
     return probe
 
 
-def _direct(fn: Callable[..., Any], function: Callable[..., Any]) -> Session:
+def direct_session(fn: Callable[..., Any], function: Callable[..., Any]) -> Session:
     """A session whose tool, named and typed as `fn`, is `function`: the sandbox calling a
     framework's dispatch straight, the baseline an adapter's own share is measured against
     (a dispatch that suspends, a sync tool run on a thread, costs more beside the sandbox
@@ -200,7 +200,7 @@ def pydantic_ai_direct_probe(fn: Callable[..., Any], code: str) -> tuple[Probe, 
         return await current["manager"].handle_call(ToolCallPart(fn.__name__, args),
                                                     wrap_validation_errors=False)
 
-    session, timed = _direct(fn, dispatch), []
+    session, timed = direct_session(fn, dispatch), []
 
     async def run_python(ctx: RunContext[None], code: str) -> str:
         current["manager"] = ToolManager(toolset=inner, ctx=ctx, tools=await inner.get_tools(ctx),
@@ -221,13 +221,13 @@ def langchain_direct_probe(fn: Callable[..., Any], tool: Any, code: str,
     """The sandbox calling `invoke` / `ainvoke` of `langchain_dispatch_probe` straight, on the
     route the adapter takes for `kind`."""
     if kind == "sync":
-        session = _direct(fn, lambda **args: tool.invoke(
+        session = direct_session(fn, lambda **args: tool.invoke(
             args, patch_config(None, callbacks=CallbackManager(handlers=[]))))
     else:
         async def dispatch(**args: Any) -> Any:
             return await tool.ainvoke(args, patch_config(
                 None, callbacks=AsyncCallbackManager(handlers=[])))
-        session = _direct(fn, dispatch)
+        session = direct_session(fn, dispatch)
     return session_probe(session, code, kind), session
 
 
@@ -240,7 +240,7 @@ def agents_direct_probe(fn: Callable[..., Any], tool: Any, code: str) -> tuple[P
             return await invoke_function_tool(function_tool=tool, arguments=arguments,
                                               context=_tool_context(tool.name, arguments))
 
-    session = _direct(fn, dispatch)
+    session = direct_session(fn, dispatch)
 
     async def probe() -> float:
         with trace("bench"):
