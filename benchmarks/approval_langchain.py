@@ -36,6 +36,13 @@ def send_email(to: str, body: str) -> str:
 
 
 @tool
+def send_note(to: str, body: str) -> str:
+    """The same as `send_email`, unreviewed: the baseline a pause is measured against."""
+    RAN["send_note"] += 1
+    return f"sent to {to}"
+
+
+@tool
 def ping(n: int) -> int:
     """An ungated call."""
     RAN["ping"] += 1
@@ -69,9 +76,9 @@ class Model(GenericFakeChatModel):
 def agent(mode: str, runtime: str | None, code: bool) -> tuple[Any, CodeModeMiddleware | None]:
     hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode=mode)
     if not code:
-        return create_agent(Model(), tools=[send_email, ping], middleware=[hitl],
+        return create_agent(Model(), tools=[send_email, send_note, ping], middleware=[hitl],
                             checkpointer=InMemorySaver()), None
-    middleware = CodeModeMiddleware([send_email, ping], hitl=hitl, runtime=runtime,
+    middleware = CodeModeMiddleware([send_email, send_note, ping], hitl=hitl, runtime=runtime,
                                     limits=Limits(timeout_s=60))
     return create_agent(Model(), middleware=[middleware, hitl],
                         checkpointer=InMemorySaver()), middleware
@@ -95,35 +102,42 @@ def turn(graph: Any, thread: str, message: str) -> int:
     return pauses
 
 
-def _turn_s(graph: Any, first: str, timed: str) -> float:
+def _turn_s(graph: Any, first: str, timed: str, pauses: int) -> float:
     """A timed turn in a new thread that has had `first` as its first turn."""
     thread = uuid.uuid4().hex
     turn(graph, thread, first)
     start = time.perf_counter()
-    assert turn(graph, thread, timed) == 1
+    assert turn(graph, thread, timed) == pauses
     return time.perf_counter() - start
 
 
 def pause_resume_s(mode: str, runtime: str, samples: int) -> tuple[float, float]:
-    """A turn with one reviewed call, paused and resumed: (from code, called directly),
-    medians of `samples` taken in turns, so that the machine's load weighs on both alike.
-    Each thread's first turn (untimed) makes a call of its own: a conversation's first call
-    from code costs its interpreter a few ms once, pause or not."""
+    """A turn with one reviewed call, paused and resumed, less the same turn calling an
+    unreviewed twin (`send_note`): what the pause adds (from code, called directly), medians
+    of `samples` taken in turns, so that the machine's load weighs on all alike. Each
+    thread's first turn (untimed) makes a call of its own: a conversation's first call from
+    code costs its interpreter a few ms once, pause or not."""
     ours, code = agent(mode, runtime, True)
     theirs, _ = agent(mode, runtime, False)
-    flows = ((ours, "ping(n=1)", "send_email(to='ann', body='hi')"),
-             (theirs, 'CALL ping {"n": 1}', 'CALL send_email {"to": "ann", "body": "hi"}'))
-    times: tuple[list[float], list[float]] = ([], [])
+    flows = {("ours", 1): (ours, "ping(n=1)", "send_email(to='ann', body='hi')"),
+             ("ours", 0): (ours, "ping(n=1)", "send_note(to='ann', body='hi')"),
+             ("theirs", 1): (theirs, 'CALL ping {"n": 1}',
+                             'CALL send_email {"to": "ann", "body": "hi"}'),
+             ("theirs", 0): (theirs, 'CALL ping {"n": 1}',
+                             'CALL send_note {"to": "ann", "body": "hi"}')}
+    times: dict[tuple[str, int], list[float]] = {key: [] for key in flows}
     try:
         for sample in range(samples + 3):
-            for spent, flow in zip(times, flows):
-                took = _turn_s(*flow)
+            for (side, pauses), flow in flows.items():
+                took = _turn_s(*flow, pauses)
                 if sample >= 3:
-                    spent.append(took)
+                    times[side, pauses].append(took)
     finally:
         assert code is not None
         code.close()
-    return statistics.median(times[0]), statistics.median(times[1])
+    net = {side: statistics.median(times[side, 1]) - statistics.median(times[side, 0])
+           for side in ("ours", "theirs")}
+    return net["ours"], net["theirs"]
 
 
 def calls_across_pause(mode: str, runtime: str) -> int:

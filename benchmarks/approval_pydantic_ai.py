@@ -4,8 +4,9 @@ with `send_email` as a direct `requires_approval` tool, which is PydanticAI's ow
 resume.
 
 1. N gated calls one after another, each a pause and a resume (N + 1 agent runs on either
-   side: the direct side's model calls one email per turn), the two flows taking turns 1 s
-   apart; per gated call, on both runtimes.
+   side: the direct side's model calls one email per turn), less the same flow calling an
+   ungated twin (`send_note`), the four flows taking turns 1 s apart; per gated call, on both
+   runtimes.
 2. In a new process: the resume from the message history (JSON) and, for code, the
    conversation's store in Redis, on the data runtime. Each round pauses both flows in this
    process, then starts a process that resumes each once, timed there, after one agent run
@@ -72,6 +73,13 @@ def send_email(to: str, body: str) -> str:
     return f"sent to {to}"
 
 
+@tools.tool_plain
+def send_note(to: str, body: str) -> str:
+    """The same as `send_email`, ungated: the baseline a pause is measured against."""
+    CALLS["send_note"] += 1
+    return f"sent to {to}"
+
+
 def _returns(messages: list[Any]) -> list[ToolReturnPart]:
     return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
             if isinstance(p, ToolReturnPart)]
@@ -87,19 +95,18 @@ def code_model(code: str) -> FunctionModel:
     return FunctionModel(respond)
 
 
-def direct_model(emails: int) -> FunctionModel:
-    """Calls `send_email` itself, one email per turn, `emails` times, then answers."""
+def direct_model(emails: int, tool: str = "send_email") -> FunctionModel:
+    """Calls `tool` itself, one email per turn, `emails` times, then answers."""
     def respond(messages: list[Any], info: Any) -> ModelResponse:
         sent = len(_returns(messages))
         if sent >= emails:
             return ModelResponse(parts=[TextPart(f"{sent} sent")])
-        return ModelResponse(parts=[ToolCallPart("send_email", {"to": f"c{sent}",
-                                                                "body": "late"})])
+        return ModelResponse(parts=[ToolCallPart(tool, {"to": f"c{sent}", "body": "late"})])
     return FunctionModel(respond)
 
 
-def emails_code(emails: int) -> str:
-    return f"print([send_email(to=f'c{{i}}', body='late') for i in range({emails})])"
+def emails_code(emails: int, tool: str = "send_email") -> str:
+    return f"print([{tool}(to=f'c{{i}}', body='late') for i in range({emails})])"
 
 
 def code_agent(code: str, code_mode: CodeMode) -> Agent:
@@ -107,8 +114,9 @@ def code_agent(code: str, code_mode: CodeMode) -> Agent:
                  output_type=[str, DeferredToolRequests])
 
 
-def direct_agent(emails: int) -> Agent:
-    return Agent(direct_model(emails), toolsets=[tools], output_type=[str, DeferredToolRequests])
+def direct_agent(emails: int, tool: str = "send_email") -> Agent:
+    return Agent(direct_model(emails, tool), toolsets=[tools],
+                 output_type=[str, DeferredToolRequests])
 
 
 async def resume(agent: Agent, result: Any) -> Any:
@@ -126,22 +134,30 @@ async def to_the_end(agent: Agent) -> tuple[Any, int]:
 
 
 async def per_call(runtime: str, rounds: int, pause_s: float) -> tuple[float, float]:
-    """Figure 1: median seconds per gated call, code then direct, taking turns."""
+    """Figure 1: median seconds per gated call, code then direct, each less the same flow
+    with an ungated twin of the tool (what a pause adds, not what a code turn costs), the
+    four flows taking turns."""
     code_mode = CodeMode(limits=LIMITS, runtime=runtime)
-    ours, direct = code_agent(emails_code(GATED), code_mode), direct_agent(GATED)
-    times: dict[str, list[float]] = {"ours": [], "direct": []}
+    flows = {("ours", True): code_agent(emails_code(GATED), code_mode),
+             ("ours", False): code_agent(emails_code(GATED, "send_note"), code_mode),
+             ("direct", True): direct_agent(GATED),
+             ("direct", False): direct_agent(GATED, "send_note")}
+    times: dict[tuple[str, bool], list[float]] = {key: [] for key in flows}
     try:
-        await to_the_end(ours)  # the first run starts the spare the timed runs take
+        await to_the_end(flows["ours", True])  # the first run starts the spare the timed runs take
         for _ in range(rounds):
-            for side, agent in (("ours", ours), ("direct", direct)):
+            for (side, gated), agent in flows.items():
                 await asyncio.sleep(pause_s)
                 sent, started = CALLS["send_email"], time.perf_counter()
                 result, pauses = await to_the_end(agent)
-                times[side].append((time.perf_counter() - started) / GATED)
-                assert pauses == GATED == CALLS["send_email"] - sent, result.output
+                times[side, gated].append((time.perf_counter() - started) / GATED)
+                assert pauses == (GATED if gated else 0), result.output
+                assert CALLS["send_email"] - sent == (GATED if gated else 0), result.output
     finally:
         code_mode.close()
-    return statistics.median(times["ours"]), statistics.median(times["direct"])
+    net = {side: statistics.median(times[side, True]) - statistics.median(times[side, False])
+           for side in ("ours", "direct")}
+    return net["ours"], net["direct"]
 
 
 async def pause_both(redis_url: str, folder: Path) -> None:

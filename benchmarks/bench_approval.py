@@ -4,7 +4,8 @@ framework's own approval mechanism.
 For each framework, against the same flow with a direct (non-code) gated tool, which is the
 framework's own pause and resume:
 1. pause then resume in this process, per gated call, beyond the framework's own, on both
-   runtimes (target <= 5 ms);
+   runtimes (target <= 5 ms): each side's gated flow less the same flow with the call
+   ungated, so that a code turn's own cost (running a cell) is not counted as the pause's;
 2. resume in a new process from the framework's serialized state over Redis, on the data
    runtime, beyond the framework's own resume from the same state (target <= 50 ms);
 3. a cell making 100 ungated calls and one gated call: the calls made in total across the pause
@@ -98,8 +99,9 @@ def openai_agents_rows(samples: int = 15) -> list[Row]:
 
 def langchain_rows(samples: int = 25) -> list[Row]:
     """LangChain: `CodeModeMiddleware` under `HumanInTheLoopMiddleware`, in both of its modes
-    (approval_langchain.py): a turn whose code makes one reviewed call against the same turn
-    with the model calling the tool itself, the two taking turns."""
+    (approval_langchain.py): what a reviewed call adds to a turn whose code makes it, against
+    what it adds to the same turn with the model calling the tool itself (each less the turn
+    calling an unreviewed twin), the flows taking turns."""
     import approval_langchain as lc
 
     rows = []
