@@ -49,14 +49,14 @@ _NEXT_OPEN = '# The next {n} tools\' descriptions begin "{opening}"'
 _NEXT_CLOSE = '# The next {n} tools\' descriptions end "{closing}"'
 _AND_CLOSE = ' and end "{closing}"'
 _FULL_SHARE = 1 / 3
+"""Full stubs are shown only while they take at most this share of the budget: they are sent
+on every model call, and beyond a few tools one line each (and `help` for the rest, which the
+catalog's last line names) costs a conversation less."""
 _MIN_CHARS_PER_TOKEN = 3.0
 """Catalog text runs to 3.5-4.6 characters per o200k_base token (the golden catalogs, and
 1,000 synthetic tools at 3.59): a text of at most this many characters per token of its budget
 is within it uncounted. Counting loads a tokenizer (bpe-openai takes a second), which a new
 process building a small catalog should not wait for."""
-"""Full stubs are shown only while they take at most this share of the budget: they are sent
-on every model call, and beyond a few tools one line each (and `help` for the rest, which the
-catalog's last line names) costs a conversation less."""
 _WORTH = 60
 """Characters a shared text must save, over the tools of a group, to be taken out of their
 full stubs and written once (a header costs about this much)."""

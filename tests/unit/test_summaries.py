@@ -6,6 +6,8 @@ text, in every form the catalog takes."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from golden.refresh import corpus_tools
@@ -212,3 +214,15 @@ def test_in_a_huge_set_a_shared_opening_heads_its_group():
     assert f'# erp (12 tools); each description begins: "{BOILERPLATE[:60]}' in text
     assert "- erp.create_purchase_order: Creates a purchase order for a supplier." in text
     assert text.count("Acme ERP") == 1
+
+
+def test_a_catalog_well_within_its_budget_loads_no_tokenizer():
+    """Counting tokens loads bpe-openai, a second's work: a new process that builds a small
+    catalog must not wait for it (a resume in a new process did, 950 ms)."""
+    code = ("import sys\nfrom tooliscode import Tool, ToolRegistry\n"
+            "from tooliscode.prompt import catalog\n"
+            "text = catalog(ToolRegistry([Tool(name='get_order', description='One order.')]))\n"
+            "print('get_order' in text, 'bpe_openai' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["True", "False"], done.stdout + done.stderr
