@@ -165,7 +165,9 @@ def test_a_call_racing_another_worker_waits_for_it(tmp_path, workers):
 def test_a_call_that_cannot_wait_long_enough_fails_clearly(tmp_path, workers):
     a = workers("folder", str(tmp_path))
     b = workers("folder", str(tmp_path), wait_s=0.3)
-    a.send("busy", "import time\ntime.sleep(1.5)")
+    # Long enough for b, a new process that may still be importing on a loaded machine, to
+    # ask for the lease while a's cell holds it.
+    a.send("busy", "import time\ntime.sleep(3)")
     _until_leased(tmp_path, "busy")
     reply = b.call("busy", "print(1)")
     assert "LeaseHeld" in reply["error"] and "busy in another worker" in reply["error"]
