@@ -21,6 +21,8 @@ from tooliscode.codetool import Sandbox
 from tooliscode.engine import CallPaused, current_call
 from tooliscode.tools import Caller, check_callers, split_callers
 
+from ._inner import running
+
 __all__ = ["Cell", "checked", "split", "tools_of"]
 
 
@@ -65,10 +67,7 @@ class _InnerTool:
     name: str
 
     async def __call__(self, /, **arguments: Any) -> Any:
-        cell = self.sandbox.context
-        if not isinstance(cell, Cell):
-            raise ToolError("tools can only be called while run_python runs")
-        return await cell.call(self.name, arguments)
+        return await running(self.sandbox, Cell).call(self.name, arguments)
 
 
 def _stays_native(tool_def: ToolDefinition, ctx: RunContext[Any]) -> bool:

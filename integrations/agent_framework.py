@@ -47,6 +47,8 @@ from tooliscode.prompt import CODE_TOOL_SCHEMA, code_tool_description, instructi
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import return_schema
 
+from ._inner import running
+
 __all__ = ["CodeActProvider", "ExecuteCodeTool"]
 
 EXECUTE_CODE = "execute_code"
@@ -87,9 +89,7 @@ class _InnerTool:
     tool: FunctionTool
 
     async def __call__(self, /, **arguments: Any) -> Any:
-        cell = self.sandbox.context
-        if not isinstance(cell, _Cell):
-            raise ToolError("tools can only be called while execute_code runs")
+        cell = running(self.sandbox, _Cell)
         return await run_in(cell.context.copy(), cell.call(self.tool, arguments))
 
 

@@ -53,6 +53,7 @@ from tooliscode.prompt import (
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, split_callers
 
+from ._inner import running
 from ._langchain_approval import Gate, Invocation, inner_call
 from ._langchain_chain import Chain, CodeCall, Turn, async_only, outer_id
 
@@ -77,9 +78,7 @@ class _InnerTool:
     call: CodeCall
 
     def __call__(self, /, **arguments: Any) -> Any:
-        turn = self.sandbox.context
-        if not isinstance(turn, Turn):
-            raise ToolError("tools can only be called while the code tool runs")
+        turn = running(self.sandbox, Turn)
         if turn.chain is not None:
             return inner_call(turn, self.call, arguments)
         if turn.is_async or async_only(self.tool):

@@ -54,6 +54,7 @@ from ._agents_gate import Gate, Resumed
 from ._agents_pipeline import TRIPWIRES, RunParts, guarded_call
 from ._agents_runs import RunKeys
 from ._agents_tools import Inner, as_inner, as_tool_error, maybe, mcp_inners, plain
+from ._inner import running
 
 __all__ = ["ApprovalCallback", "CodeModeToolset", "ConversationKey"]
 
@@ -286,9 +287,7 @@ class CodeModeToolset(Closing):
         """The tool as the session calls it: it reads the running cell from the sandbox."""
 
         async def function(**arguments: Any) -> Any:
-            cell = sandbox.context
-            if not isinstance(cell, _Cell):
-                raise ToolError("tools can be called only while a cell runs")
+            cell = running(sandbox, _Cell)
             call = self._call(cell, inner, arguments, current_call())
             return await cell.context.copy().run(asyncio.ensure_future, call)
 
