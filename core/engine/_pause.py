@@ -96,8 +96,9 @@ class _InCall:
 
 
 def in_call(tool: Any, info: CallInfo) -> Any:
-    """`tool`, its calls made as the call `info`."""
-    return _InCall(tool, info)
+    """`tool`, its calls made as the call `info` (a tool already made so is rewrapped, not
+    nested: a call approved after it paused is made as its approved self)."""
+    return _InCall(tool._tool if isinstance(tool, _InCall) else tool, info)
 
 
 async def _within(info: CallInfo, awaitable: Any) -> Any:

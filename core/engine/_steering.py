@@ -166,7 +166,7 @@ class Steering:
             decision = decisions[self.id_of(s.n)]
             if decision.action == "approve":
                 info = CallInfo(self.id_of(s.n), approved=True, metadata=decision.metadata)
-                tool = in_call(getattr(s.tool, "_tool", s.tool), info)
+                tool = in_call(s.tool, info)
                 s.future = self._submit(tool, decision.arguments or s.arguments,
                                         self._timeout(tool))
             else:
