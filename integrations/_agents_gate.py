@@ -3,36 +3,37 @@ interruptions.
 
 The SDK already lets a running tool end the run with approval items that belong to another
 agent's tool calls: that is how `Agent.as_tool()` hands up a nested agent's pending approvals.
-The code tool does the same. When its cell pauses, a gate agent runs once: its "model" calls
-each waiting inner call by the inner tool's name, arguments and id (`<outer id>:<n>`), and its
-tools are stand-ins that need approval, so the gate's run ends at once with one
-`ToolApprovalItem` per waiting call. Recorded against the code tool's call (as `as_tool()`
-records its nested run), those items become the outer run's `result.interruptions`;
+The code tool does the same. When its cell pauses, it records, against its own tool call (as
+`as_tool()` records its nested run), the result of a gate agent's run that stopped at one
+`ToolApprovalItem` per waiting call, named by the inner tool's name, arguments and id
+(`<outer id>:<n>`). That result is built here rather than run: running the gate took longer
+than the rest of the pause. Those items become the outer run's `result.interruptions`;
 `state.approve` / `state.reject` find them there, and `RunState.to_json()` carries them.
 When the run resumes, the SDK calls the code tool again with the same call, and `resumed`
 reads each item's decision back from the gate's state.
 
 This leans on SDK names that are public but not exported (`agents.agent_tool_state`), on two
 private fields of `FunctionTool` (`_agent_instance`, `_is_agent_tool`: without them
-`RunState.from_json` drops the nested items) and on `RunState._context`; tests pin each.
+`RunState.from_json` drops the nested items), on `RunResult`'s fields for a resumable
+checkpoint (`_original_input`, `_current_turn`) and on `RunState._context`; tests pin each.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents import (
     Agent,
     FunctionTool,
-    Model,
-    ModelResponse,
     RunConfig,
-    Runner,
+    RunContextWrapper,
+    RunResult,
     ToolApprovalItem,
-    Usage,
+    ToolOrigin,
+    ToolOriginType,
 )
 from agents.agent_tool_state import (
     drop_agent_tool_run_result,
@@ -42,13 +43,12 @@ from agents.agent_tool_state import (
 )
 from agents.run_internal.tool_execution import resolve_approval_rejection_message
 from agents.tool_context import ToolContext
-from openai.types.responses import ResponseFunctionToolCall
 from tooliscode.engine import Decision, PendingCall
 
 __all__ = ["Gate", "Resumed"]
 
 _INPUT = "tooliscode: calls waiting for approval; pause "
-"""The gate run's input, followed by the pause's token (it travels in the gate's state)."""
+"""The gate's input, followed by the pause's token (it travels in the gate's state)."""
 
 
 @dataclass(frozen=True)
@@ -76,21 +76,24 @@ class Gate:
         tool._is_agent_tool = True
         return tool
 
-    async def pause(self, ctx: ToolContext[Any], pending: Sequence[tuple[PendingCall, FunctionTool]],
-                    token: str) -> list[ToolApprovalItem]:
+    def pause(self, ctx: ToolContext[Any], pending: Sequence[tuple[PendingCall, FunctionTool]],
+              token: str) -> list[ToolApprovalItem]:
         """End the code tool's call with one approval item per pending call, each named by
         the inner tool it calls (the SDK's tool, as for a direct call)."""
-        calls = [ResponseFunctionToolCall(type="function_call", name=tool.name, call_id=p.id,
-                                          arguments=json.dumps(p.arguments, ensure_ascii=False))
+        items = [ToolApprovalItem(agent=self.agent, raw_item=_raw_call(p, tool),
+                                  tool_name=tool.name, tool_origin=_FUNCTION)
                  for p, tool in pending]
-        by_name = {tool.name: tool for _, tool in pending}  # one stand-in per name
-        stand_ins = [_stand_in(tool) for tool in by_name.values()]
-        result = await Runner.run(self.agent.clone(tools=stand_ins), _INPUT + token,
-                                  context=ctx.context,
-                                  run_config=RunConfig(model=_Calls(calls), tracing_disabled=True))
+        result = RunResult(input=_INPUT + token, new_items=list(items), raw_responses=[],
+                           final_output=None, _last_agent=self.agent, input_guardrail_results=[],
+                           output_guardrail_results=[], tool_input_guardrail_results=[],
+                           tool_output_guardrail_results=[],
+                           context_wrapper=RunContextWrapper(context=ctx.context),
+                           interruptions=items, max_turns=1)
+        result._original_input = _INPUT + token  # what `to_state()` keeps as its input
+        result._current_turn = 1
         record_agent_tool_run_result(ctx.tool_call, result,
                                      scope_id=get_agent_tool_state_scope(ctx))
-        return list(result.interruptions)
+        return items
 
     async def resumed(self, ctx: ToolContext[Any]) -> Resumed | None:
         """The decisions for this call's pause, when the run resumes one (None otherwise);
@@ -129,29 +132,13 @@ class Gate:
         return Resumed(decisions, token, always)
 
 
-def _stand_in(tool: FunctionTool) -> FunctionTool:
-    """A tool of the gate's named like `tool`: it needs approval and never runs. Nothing
-    reads its schema (the gate's model is this module's), so it has none to weigh on the
-    SDK's bookkeeping."""
-    return FunctionTool(name=tool.name, description="", params_json_schema=_ANY,
-                        on_invoke_tool=_never, strict_json_schema=False, needs_approval=True)
+def _raw_call(call: PendingCall, tool: FunctionTool) -> dict[str, Any]:
+    """The pending call as the function call a model would have made. A mapping, which the
+    SDK accepts for any approval item: it copies one far faster than a response model on
+    every lookup of a nested approval (`item.arguments` and `item.call_id` read it alike,
+    and `RunState.from_json` restores it as a `ResponseFunctionToolCall`)."""
+    return {"type": "function_call", "name": tool.name, "call_id": call.id,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False)}
 
 
-_ANY: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
-
-
-async def _never(ctx: Any, arguments: str) -> str:
-    raise RuntimeError("a paused call's stand-in never runs")
-
-
-class _Calls(Model):
-    """The gate's model: one response, the waiting calls."""
-
-    def __init__(self, calls: list[ResponseFunctionToolCall]):
-        self.calls = calls
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return ModelResponse(output=list(self.calls), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("the gate runs without streaming")
+_FUNCTION = ToolOrigin(type=ToolOriginType.FUNCTION)

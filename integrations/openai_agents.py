@@ -225,7 +225,7 @@ class CodeModeToolset(Closing):
                 code, key=key, context=cell, tools=listing.toolbox, call_id=call_id,
                 decisions=resumed.decisions if resumed is not None else None)
             if reply.paused and cell.tripped is None:
-                await self._pause(ctx, key, listing, reply)
+                self._pause(ctx, key, listing, reply)
                 return reply.text
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run
             return f"[error] {type(exc).__name__}: {exc}"
@@ -237,15 +237,15 @@ class CodeModeToolset(Closing):
                 self._finals.pop(next(iter(self._finals)))
         return _with_images(reply)
 
-    async def _pause(self, ctx: ToolContext[Any], key: Hashable, listing: _Listing,
-                     reply: Reply) -> None:
+    def _pause(self, ctx: ToolContext[Any], key: Hashable, listing: _Listing,
+               reply: Reply) -> None:
         """End the call with an approval item per waiting call; a run's interpreter is held
         for the run that continues it."""
         token = uuid.uuid4().hex
         if key[0] == "run":
             self._runs.hold(key, token, ctx.tool_call, (self.code_tool.limits or Limits()).pause_s)
         by_host = {i.tool.name: i.sdk for i in listing.inners}
-        await self._gate.pause(ctx, [(p, by_host[p.tool]) for p in reply.paused], token)
+        self._gate.pause(ctx, [(p, by_host[p.tool]) for p in reply.paused], token)
 
     def _key(self, ctx: RunContextWrapper[Any], resumed: Resumed | None = None) -> Hashable:
         choose = self.conversation
