@@ -28,6 +28,7 @@ from typing import Any
 from agents import (
     Agent,
     FunctionTool,
+    ModelSettings,
     RunConfig,
     RunContextWrapper,
     RunResult,
@@ -67,7 +68,9 @@ class Gate:
     `item.agent.name` shows: the code tool's)."""
 
     def __init__(self, name: str):
-        self.agent: Agent[Any] = Agent(name=name)
+        # Empty model settings: the SDK works out each agent's identity from its settings,
+        # several times a run, and the defaults take twice as long to.
+        self.agent: Agent[Any] = Agent(name=name, model_settings=ModelSettings())
 
     def adopt(self, tool: FunctionTool) -> FunctionTool:
         """Make `tool` (the code tool) the gate's owner, as `Agent.as_tool()` marks its tools,
@@ -110,9 +113,10 @@ class Gate:
         config = ctx.run_config or RunConfig()
         decisions, always = {}, {}
         for item in items:
-            status = gate_ctx.get_approval_status(item.tool_name, item.call_id,
-                                                  tool_namespace=item.tool_namespace,
-                                                  existing_pending=item)
+            # By name and id: each id is this pause's own (`<outer id>:<n>`), so the name
+            # alone is unambiguous, and reading it so skips the identity work of
+            # `get_approval_status` that the SDK has just done for the same items.
+            status = gate_ctx.is_tool_approved(item.tool_name, item.call_id)
             if status is None:
                 continue
             if status:

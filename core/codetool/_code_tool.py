@@ -124,7 +124,8 @@ class CodeTool(Closing):
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
                 session = sandbox.enter(context)
-                step = yield Blocking(self._cell_step, (session, code, call_id, decisions, call))
+                step = _cell_step(session, code, call_id, decisions) or \
+                    (yield Blocking(self._stored_cell, (session, code, call_id, decisions, call)))
                 if isinstance(step, str):  # nothing to continue: nothing runs
                     return Reply(noted(step, notices))
                 result = yield step
@@ -156,16 +157,10 @@ class CodeTool(Closing):
                 self._conversations.release(key)
         return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
 
-    def _cell_step(self, session: Session, code: str, call_id: str | None,
-                   decisions: Mapping[str, Decision] | None, call: Call | None
-                   ) -> RunCell | ResumeCell | str:
-        """How to run this call: a new cell, the paused one continued where it waits (this
-        process) or run again from its record (the store), or an error when there is nothing
-        to continue."""
-        if call_id is not None and session.paused_for == call_id:
-            return ResumeCell(session, decisions or {})
-        if decisions is None:
-            return RunCell(session, code, call_id)
+    def _stored_cell(self, session: Session, code: str, call_id: str | None,
+                     decisions: Mapping[str, Decision], call: Call | None) -> RunCell | str:
+        """A paused cell this process does not hold, run again from its record in the store
+        (or an error when there is nothing to continue)."""
         if call is None or call.unreachable is not None or self.keeper is None:
             return GONE
         data = self.keeper.store.get(record_key(call.key, call_id or ""))
@@ -317,3 +312,15 @@ def _folder_name(key: Hashable) -> str:
     text = str(key)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
     return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def _cell_step(session: Session, code: str, call_id: str | None,
+               decisions: Mapping[str, Decision] | None) -> RunCell | ResumeCell | None:
+    """How to run this call without asking the store: a new cell, or the paused one
+    continued where it waits; None when only the store can say (`_stored_cell`). Decided
+    inline, since a step handed to a thread costs an async caller a hop on every cell."""
+    if call_id is not None and session.paused_for == call_id:
+        return ResumeCell(session, decisions or {})
+    if decisions is None:
+        return RunCell(session, code, call_id)
+    return None
