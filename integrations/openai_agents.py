@@ -45,7 +45,7 @@ from agents.util._approvals import evaluate_function_tool_approval
 from tooliscode import Limits, MCPServer, Tool, ToolError, ToolRegistry, prompt
 from tooliscode.codetool import Closing, CodeTool, Reply, Sandbox, Toolbox, fingerprint
 from tooliscode.durable import Keeper, SessionStore
-from tooliscode.engine import CallInfo, CallPaused, Decision, StopCell, current_call
+from tooliscode.engine import CallInfo, CallPaused, Decision, StopCell, current_call, run_in
 from tooliscode.prompt import data_url
 from tooliscode.runtime import Runtime, python_note
 from tooliscode.tools import Caller, check_callers, split_callers
@@ -289,7 +289,8 @@ class CodeModeToolset(Closing):
         async def function(**arguments: Any) -> Any:
             cell = running(sandbox, _Cell)
             call = self._call(cell, inner, arguments, current_call())
-            return await cell.context.copy().run(asyncio.ensure_future, call)
+            # its steps in the code tool's context (its trace and span): no task of its own
+            return await run_in(cell.context.copy(), call)
 
         return dataclasses.replace(inner.tool, function=function)
 

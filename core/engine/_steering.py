@@ -125,7 +125,12 @@ class Steering:
         """Wait, parked on the guest's thread, until each of `pending` is decided; the time it
         waits counts against no deadline."""
         if self._loop_calls is not None:
-            self._loop_calls.leave()  # the loop is not held while nobody decides
+            # The loop is not held while nobody decides: its serving task, which may be
+            # waiting, the loop parked, for more calls (a whole time slice after calls
+            # that ran on this thread), ends now, or the pause would reach the loop late.
+            # No call is in flight; the next async call makes a new one.
+            self._loop_calls.close()
+            self._loop_calls = None
         if self.on_park is not None:
             self.on_park()
         began = time.monotonic()
