@@ -32,7 +32,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tooliscode import ToolError
-from tooliscode.engine import CallPaused, background_loop
+from tooliscode.engine import CallPaused, background_loop, run_in
 
 try:
     from langgraph.errors import is_invalid_resume
@@ -204,13 +204,8 @@ def through_chain(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id
     an async agent) an awaitable of it. `before` runs first, in that context."""
     context = (turn.context or contextvars.copy_context()).copy()
     if turn.is_async:
-        return _in(context, _acall(turn, tool, arguments, call_id, before))
+        return run_in(context, _acall(turn, tool, arguments, call_id, before))
     return context.run(_call, turn, tool, arguments, call_id, before)
-
-
-async def _in(context: contextvars.Context, call: Any) -> Any:
-    """`call` run as a task of its own in `context` (on the loop the session gives it)."""
-    return await context.run(asyncio.ensure_future, call)
 
 
 def _call(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: str,

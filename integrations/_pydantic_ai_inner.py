@@ -4,7 +4,6 @@ each call the code makes reaches the tool (through a `ToolManager`, as the agent
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pydantic_ai.tools import ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import ToolsetTool
 from tooliscode import Tool, ToolError
 from tooliscode.codetool import Sandbox
-from tooliscode.engine import CallPaused, current_call
+from tooliscode.engine import CallPaused, current_call, run_in
 from tooliscode.tools import Caller, check_callers, split_callers
 
 from ._inner import running
@@ -38,8 +37,8 @@ class Cell:
         call = current_call()  # the cell runs with ids: every call has one
         assert call is not None
         part = ToolCallPart(tool_name=name, args=arguments, tool_call_id=call.id)
-        return await self.context.run(asyncio.ensure_future,
-                                      self._handle(part, call.approved, call.metadata))
+        # its steps in the code tool's context: no task of its own
+        return await run_in(self.context.copy(), self._handle(part, call.approved, call.metadata))
 
     async def _handle(self, part: ToolCallPart, approved: bool, metadata: Any) -> Any:
         """The call as the agent makes its own: through the `ToolManager` (which asks a
