@@ -57,7 +57,7 @@ def calls_row(framework: str, runtime: str, calls: int) -> Row:
                "ok" if calls == 101 else "over")
 
 
-def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
+def pydantic_ai_rows(rounds: int = 15, processes: int = 5) -> list[Row]:
     """PydanticAI: `DeferredToolRequests` naming the inner calls, `DeferredToolResults` for
     them (approval_pydantic_ai.py)."""
     import approval_pydantic_ai as pa
@@ -82,7 +82,7 @@ def pydantic_ai_rows(rounds: int = 7, processes: int = 5) -> list[Row]:
     return rows
 
 
-def openai_agents_rows(samples: int = 15) -> list[Row]:
+def openai_agents_rows(samples: int = 40) -> list[Row]:
     """The Agents SDK: `ToolApprovalItem`s for the inner calls in `result.interruptions`,
     `state.approve` and `Runner.run(agent, state)` (approval_openai_agents.py)."""
     import approval_openai_agents as oa
@@ -97,7 +97,7 @@ def openai_agents_rows(samples: int = 15) -> list[Row]:
     return rows
 
 
-def langchain_rows(samples: int = 25) -> list[Row]:
+def langchain_rows(samples: int = 40) -> list[Row]:
     """LangChain: `CodeModeMiddleware` under `HumanInTheLoopMiddleware`, in both of its modes
     (approval_langchain.py): what a reviewed call adds to a turn whose code makes it, against
     what it adds to the same turn with the model calling the tool itself (each less the turn

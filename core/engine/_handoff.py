@@ -137,6 +137,13 @@ class LoopHandoff:
             return value
         raise value
 
+    def expect(self) -> None:
+        """On the loop's thread: serve now, for a call the guest is about to make (a paused
+        cell handed its decisions goes on with the approved call). The serving task then
+        waits for it with the loop parked (`LINGER_S`), so the call runs in the guest's own
+        step instead of waking the loop, and its answer wakes nobody either."""
+        self._kick()
+
     def leave(self) -> None:
         """The calling thread is about to run other code (a sync tool, the cell's end): it
         no longer runs as the loop's. A no-op on any other thread."""

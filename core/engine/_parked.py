@@ -59,6 +59,7 @@ class Parked:
             parking.deliver(decisions)  # kept for when the rest come
             return None
         calls.rebind(loop)
+        calls.expect_call()
         signal = parking.next_signal()
         parking.deliver(decisions)
         return signal
