@@ -132,6 +132,18 @@ def test_the_pause_does_not_count_against_the_cell_time_limit():
         assert r.ok and r.stdout == "done\n", r.error
 
 
+def test_a_paused_cell_is_not_watched_and_a_runaway_after_the_pause_is_still_stopped():
+    """A cell waiting for a decision (for hours, perhaps) keeps no epoch ticker running;
+    once it goes on it is watched again, so a runaway loop after the pause hits the limit."""
+    with Session(TOOLS, limits=Limits(timeout_s=1.0)) as s:
+        r = s.run("send_email(to='t', body='b')\nwhile True:\n    pass", call_id="c")
+        assert r.paused and s.runtime.ticker.armed == 0
+        started = time.monotonic()
+        r = s.resume({r.paused[0].id: Decision.approve()})
+        assert not r.ok and "time" in r.error.lower() and time.monotonic() - started < 8, r.error
+        assert RAN["send_email"] == 1 and s.run("print('next')").stdout == "next\n"
+
+
 def test_a_new_cell_gives_up_the_paused_one(session):
     r = session.run("x = 1\nsend_email(to='q', body='b')\nx = 2", call_id="call_6")
     assert r.paused

@@ -82,7 +82,8 @@ class CellRunner:
                           None if timeout is None else time.monotonic() + timeout,
                           workdir=self.workdir)
         steer.apply(calls, self.limits)
-        calls.on_unpark = lambda waited: worker.instance.postpone(waited)
+        calls.on_park = worker.instance.park  # no ticker runs while nobody decides
+        calls.on_unpark = worker.instance.unpark
         cell = Cell(calls, self.workdir, time.perf_counter())
         calls.on_call = cell.changing  # a tool may write into the folder too
         command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)

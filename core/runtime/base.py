@@ -113,9 +113,14 @@ class Instance(ABC):
     def disarm(self) -> None:
         """From the guest's thread: the guest is parked in the host; no deadline applies."""
 
-    def postpone(self, seconds: float) -> None:  # noqa: B027 - no deadline, nothing to move
-        """From the guest's thread, while it waits in the host (a cell paused for a
-        decision): move the deadline `seconds` later."""
+    def park(self) -> None:  # noqa: B027 - nothing watched, nothing to stop watching
+        """From the guest's thread, when it starts waiting in the host for a decision (a
+        paused cell, perhaps for hours): stop watching it until `unpark`, so that no ticker
+        runs meanwhile. `stop` still works."""
+
+    def unpark(self, waited: float) -> None:  # noqa: B027 - no deadline, nothing to move
+        """From the guest's thread, when a parked guest goes on after `waited` seconds:
+        watch it again, its deadline that much later."""
 
     @abstractmethod
     def stop(self, reason: TrapReason) -> None:

@@ -26,6 +26,11 @@ class EpochTicker:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    @property
+    def armed(self) -> int:
+        """How many guests it watches now (it ticks only while some are)."""
+        return self._armed
+
     def acquire(self) -> None:
         with self._cond:
             self._armed += 1

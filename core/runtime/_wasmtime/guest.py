@@ -53,6 +53,8 @@ class WasmtimeInstance(Instance):
         self._pending: bytes | None = None
         self._deadline: float | None = None
         self._armed = False
+        self._parked = False
+        """Waiting in the host for a decision: not watched until `unpark`."""
         self._stop_reason: TrapReason | None = None
         self._stop_released = False
         self._trap_reason: TrapReason | None = None
@@ -153,12 +155,21 @@ class WasmtimeInstance(Instance):
             self._rt.ticker.acquire()
         self._store.set_epoch_deadline(1)
 
-    def postpone(self, seconds: float) -> None:
+    def park(self) -> None:
+        if self._armed:
+            self._armed, self._parked = False, True
+            self._rt.ticker.release()
+
+    def unpark(self, waited: float) -> None:
         if self._deadline is not None:
-            self._deadline += seconds
+            self._deadline += waited
+        if self._parked:
+            self._parked, self._armed = False, True
+            self._rt.ticker.acquire()
+            self._store.set_epoch_deadline(1)
 
     def disarm(self) -> None:
-        self._deadline = None
+        self._deadline, self._parked = None, False
         if self._armed:
             self._armed = False
             self._rt.ticker.release()
