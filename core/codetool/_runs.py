@@ -42,6 +42,9 @@ class Runs:
         both on another thread. A sandbox that can be renewed is the spare at once, renewed on
         another thread (see `engine/_renewal.py`): the next run may well start before that
         thread does."""
+        if self.keep_spare and toolbox is not None and sandbox.fresh \
+                and sandbox.ready(toolbox) and self._offer(sandbox):
+            return  # started, and no code ran in it: the spare again, with no thread's help
         if self.keep_spare and toolbox is not None and not sandbox.fresh \
                 and sandbox.hold_for_renewal(toolbox):
             if self._offer(sandbox):
