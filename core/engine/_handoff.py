@@ -86,6 +86,8 @@ class LoopHandoff:
         self._dropped: set[int] = set()
         """Calls whose waiter gave up (timed out) before or while they ran."""
         self._closed = False
+        self._waiting = False
+        """The serving task waits for a request, the loop parked: a request wakes it."""
 
     # -- the waiting thread -------------------------------------------------------------
 
@@ -167,7 +169,10 @@ class LoopHandoff:
         if not self._closed:
             self._closed = True
             self._requests.put(_WAKE)
-            self._post(self._stop)
+            if not self._waiting:
+                # Parked, the serving task wakes on that request and ends by itself: the
+                # loop's self-pipe is written (a system call, and a wake-up) only otherwise.
+                self._post(self._stop)
 
     def _post(self, fn: Callable[..., None], *args: Any) -> None:
         try:
@@ -210,6 +215,7 @@ class LoopHandoff:
         wait = SLICE_S if self._busy else LINGER_S
         if self._lend:
             self._parked.release()
+        self._waiting = True
         try:
             while True:
                 left = until - time.monotonic()
@@ -225,6 +231,7 @@ class LoopHandoff:
                     borrowed = self._borrowed
                     wait = SLICE_S
         finally:
+            self._waiting = False
             if self._lend:
                 self._parked.acquire()  # waits while a borrowed step runs
 
