@@ -8,6 +8,7 @@ decision. See `_pause.py` for the why.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
 import time
 from collections.abc import Callable
@@ -62,6 +63,7 @@ class Steering:
     _made: list[tuple[str, dict[str, Any], float, bool, str | None]]
     _started: dict[int, Started]
     _loop_calls: LoopHandoff | None
+    loop: asyncio.AbstractEventLoop | None
 
     def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | CallPaused:
         raise NotImplementedError
@@ -75,6 +77,15 @@ class Steering:
     def _outcome(self, tool: Tool, arguments: dict[str, Any], started: float,
                  fn: Any) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _handoff(self) -> LoopHandoff:
+        raise NotImplementedError
+
+    def expect_call(self) -> None:
+        """On the loop's thread, just before the paused cell is handed its decisions: have
+        the loop ready for the call it is about to make (`LoopHandoff.expect`)."""
+        if self.loop is not None:
+            self._handoff().expect()
 
     def id_of(self, n: int) -> str:
         """The id of the cell's `n`-th call."""

@@ -360,12 +360,6 @@ class CellCalls(Steering):
                 self._loop_calls = None
             self.loop = loop
 
-    def expect_call(self) -> None:
-        """On the loop's thread, just before the paused cell is handed its decisions: have
-        the loop ready for the call it is about to make (`LoopHandoff.expect`)."""
-        if self.loop is not None:
-            self._handoff().expect()
-
     def close(self) -> None:
         """The cell has ended: its task on the loop (if any) ends too."""
         if self._loop_calls is not None:
