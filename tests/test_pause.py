@@ -162,9 +162,8 @@ def test_a_runaway_loop_after_a_pause_is_still_stopped():
     """Once a paused cell goes on it is watched again: a runaway loop hits the limit."""
     with Session(TOOLS, limits=Limits(timeout_s=1.0)) as s:
         r = s.run("send_email(to='t', body='b')\nwhile True:\n    pass", call_id="c")
-        started = time.monotonic()
         r = s.resume({r.paused[0].id: Decision.approve()})
-        assert not r.ok and "time" in r.error.lower() and time.monotonic() - started < 8, r.error
+        assert not r.ok and r.error_type == "TimeoutError", r.error
         assert RAN["send_email"] == 1 and s.run("print('next')").stdout == "next\n"
 
 
