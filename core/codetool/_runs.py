@@ -42,15 +42,15 @@ class Runs:
         both on another thread. A sandbox that can be renewed is the spare at once, renewed on
         another thread (see `engine/_renewal.py`): the next run may well start before that
         thread does."""
-        if self.keep_spare and toolbox is not None and sandbox.fresh \
-                and sandbox.ready(toolbox) and self._offer(sandbox):
-            return  # started, and no code ran in it: the spare again, with no thread's help
-        if self.keep_spare and toolbox is not None and not sandbox.fresh \
-                and sandbox.hold_for_renewal(toolbox):
-            if self._offer(sandbox):
-                submit(sandbox.renew, toolbox)
-                return
-            sandbox.lock.release()
+        if self.keep_spare and toolbox is not None:
+            if sandbox.fresh:
+                if sandbox.ready(toolbox) and self._offer(sandbox):
+                    return  # started, and no code ran in it: the spare again, no thread needed
+            elif sandbox.hold_for_renewal(toolbox):
+                if self._offer(sandbox):
+                    submit(sandbox.renew, toolbox)
+                    return
+                sandbox.lock.release()
         submit(self._finish, sandbox, toolbox)
 
     def close(self) -> None:
