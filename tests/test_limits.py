@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 
@@ -120,3 +122,37 @@ def test_memory_can_be_filled_and_freed_again_and_again():
             assert r.error_type == "MemoryError", r.error
             freed = s.run("for _n in ('d', 'chunks', 'l'):\n    globals().pop(_n, None)\nx = 1")
             assert freed.ok, freed.error
+
+
+_UNINTERRUPTED = """
+from tooliscode import Limits, Session
+
+def ping(n: int) -> int:
+    \"\"\"Echo n.\"\"\"
+    return n
+
+class Counting:
+    def __init__(self, engine):
+        self.engine, self.ticks = engine, 0
+
+    def increment_epoch(self):
+        self.ticks += 1
+        self.engine.increment_epoch()
+
+with Session([ping], limits=Limits(timeout_s=30)) as s:
+    s.run("1")
+    ticker = s.runtime.ticker
+    ticker._engine = counting = Counting(ticker._engine)
+    r = s.run("import time\\nt = time.monotonic()\\nwhile time.monotonic() - t < 0.3:\\n"
+              "    ping(n=1)\\n    time.sleep(0.002)\\nprint('done')")
+    print(r.stdout.strip(), counting.ticks)
+"""
+
+
+def test_a_cell_within_its_time_is_never_interrupted():
+    """The epoch ticks only when a guest is due (its deadline, or a stop): a cell of 0.3 s
+    (tool calls, a sleep) under a 30 s limit sees no tick (it saw one every 5 ms, each a thread wake-up and a GIL
+    hand-off). In a process of its own: other tests' guests share the ticker."""
+    done = subprocess.run([sys.executable, "-c", _UNINTERRUPTED], capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.split() == ["done", "0"], done.stderr[-2000:]

@@ -150,8 +150,8 @@ with Session([send_email], limits=Limits(timeout_s=5)) as s:
 
 
 def test_a_paused_cell_keeps_no_ticker_running():
-    """A cell waiting for a decision (for hours, perhaps) is not watched: the epoch ticker,
-    which wakes every few ms while some guest is, stops. (In a process of its own: here,
+    """A cell waiting for a decision (for hours, perhaps) is not watched: the epoch ticker
+    lets it go, so its deadline cannot come while it waits. (In a process of its own: here,
     other tests' guests share the ticker.)"""
     done = subprocess.run([sys.executable, "-c", _WATCHED], capture_output=True, text=True,
                           timeout=120)

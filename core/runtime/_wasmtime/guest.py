@@ -56,7 +56,6 @@ class WasmtimeInstance(Instance):
         self._parked = False
         """Waiting in the host for a decision: not watched until `unpark`."""
         self._stop_reason: TrapReason | None = None
-        self._stop_released = False
         self._trap_reason: TrapReason | None = None
         self._changed = False
         self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
@@ -110,9 +109,8 @@ class WasmtimeInstance(Instance):
         finally:
             tls.instance = None
             self.disarm()
-            if self._stop_reason is not None and not self._stop_released:
-                self._stop_released = True  # `stop` held the ticker once: let it go once
-                self._rt.ticker.release()
+            if self._stop_reason is not None:
+                self._rt.ticker.unwatch((self, "stop"))
 
     @staticmethod
     def _classify(exc: Exception) -> TrapReason:
@@ -150,29 +148,28 @@ class WasmtimeInstance(Instance):
         self._deadline = None if seconds is None else time.monotonic() + seconds
         self._quota.stale()
         self._changed = False
-        if not self._armed:
-            self._armed = True
-            self._rt.ticker.acquire()
+        self._armed = True
+        self._rt.ticker.watch(self, self._deadline)
         self._store.set_epoch_deadline(1)
 
     def park(self) -> None:
         if self._armed:
             self._armed, self._parked = False, True
-            self._rt.ticker.release()
+            self._rt.ticker.unwatch(self)
 
     def unpark(self, waited: float) -> None:
         if self._deadline is not None:
             self._deadline += waited
         if self._parked:
             self._parked, self._armed = False, True
-            self._rt.ticker.acquire()
+            self._rt.ticker.watch(self, self._deadline)
             self._store.set_epoch_deadline(1)
 
     def disarm(self) -> None:
         self._deadline, self._parked = None, False
         if self._armed:
             self._armed = False
-            self._rt.ticker.release()
+            self._rt.ticker.unwatch(self)
 
     def configure(self, memory_bytes: int, disk_bytes: int | None,
                   disk_entries: int | None) -> None:
@@ -207,7 +204,7 @@ class WasmtimeInstance(Instance):
     def stop(self, reason: TrapReason) -> None:
         if self._stop_reason is None:
             self._stop_reason = reason
-            self._rt.ticker.acquire()
+            self._rt.ticker.watch((self, "stop"), 0.0)  # due now, until the guest has stopped
 
     def close(self) -> None:
         self.handler = self.output = self.on_change = None
