@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._temp_folders import new_folder
 from ..runtime import Runtime
+from . import _warmup as warmup
 from ._limits import Limits
 from ._worker import Worker
 
@@ -89,7 +90,10 @@ class WarmPool:
                     if adopted:  # a caller took it while it booted
                         continue
                     # Not offered during the warm-up: a caller would wait for it.
-                    worker.call({"op": "warm"})
+                    warmed = worker.call({"op": "warm", "rehearse": warmup.rehearsal()})
+                    if not warmed.get("ok"):  # still a good guest: only colder
+                        log.warning("tooliscode: a pooled guest's warm-up failed: %s",
+                                    warmed.get("error"))
                 except Exception:  # noqa: BLE001 - a failed warm-up must not kill the pool
                     if not self._closed:  # (closing stops the guest it was booting)
                         log.exception("tooliscode: could not start a pooled guest")

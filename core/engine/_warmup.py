@@ -17,21 +17,18 @@ from typing import Any
 
 from ..tools import Tool, guest_spec
 
-__all__ = ["script"]
+__all__ = ["rehearsal", "script"]
 
 _CELLS = ("order = get_order(order_id=3)\nprint(order['total'])", "order", "1 / 0")
 _FORGET = '''
-import gc, linecache, tooliscode_guest.errors as _errors, tooliscode_guest.main as _main
+import gc, tooliscode_guest.main as _main, tooliscode_guest.rehearsal as _rehearsal
 _main._loop.guest = _main.Guest()
-_errors.sources.clear()
-linecache.clearcache()  # the script's cells are not the session's
-del _errors, _main, linecache
-gc.collect()
+_rehearsal.forget()
 gc.freeze()
-del gc
+del gc, _main, _rehearsal
 '''
-"""A new guest's state, as after its boot; what is already there is never collected again
-(its pages stay shared)."""
+"""A new guest's state, as after its boot (see `guest/rehearsal.py`); what is already
+there is never collected again, so its pages stay shared."""
 
 
 def get_order(order_id: int) -> dict:
@@ -40,9 +37,15 @@ def get_order(order_id: int) -> dict:
 
 
 @lru_cache(maxsize=1)
-def script(serve: str) -> dict[str, Any]:
-    """The warm-up session: `serve` runs one turn of the command loop."""
+def rehearsal() -> dict[str, Any]:
+    """The warm-up session's commands, and the answer every call they make gets."""
     tool = Tool.from_function(get_order)
-    return {"serve": serve, "forget": _FORGET, "answer": {"ok": True, "value": get_order(3)},
+    return {"answer": {"ok": True, "value": get_order(3)},
             "commands": [{"op": "setup", "tools": [guest_spec(tool)], "limits": {}},
                          *({"op": "cell", "code": code} for code in _CELLS)]}
+
+
+def script(serve: str) -> dict[str, Any]:
+    """The warm-up session for a start image: `serve` runs one turn of the command loop,
+    and `forget` is run after it."""
+    return {"serve": serve, "forget": _FORGET, **rehearsal()}

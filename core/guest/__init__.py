@@ -23,7 +23,7 @@ __all__ = ["GUEST_MODULES", "MAX_FIGURES", "clip", "guest_sources", "message_cha
 GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
                  "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
-                 "cells", "persist", "main")
+                 "rehearsal", "cells", "persist", "main")
 """In load order: each may import only the ones before it."""
 
 

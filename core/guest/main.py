@@ -113,6 +113,14 @@ class Guest:
             from . import aio
 
             aio.install()
+            script = msg.get("rehearse")
+            if script:
+                from .rehearsal import forget, rehearse
+
+                rehearse(self.handle, script)
+                if _loop is not None:
+                    _loop.guest = Guest()  # the next command is a new session's
+                forget()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {op!r}"}
 
@@ -167,11 +175,10 @@ class _Loop:
         self.reserve: bytearray | None = bytearray(_RESERVE_BYTES)
 
     def serve(self) -> None:
-        guest = self.guest
         reply = channel.request({"op": "ready"})
         while reply.get("op") not in ("exit", "yield"):
             try:
-                result = guest.handle(reply)
+                result = self.guest.handle(reply)  # read each time: a warm-up replaces it
             except BaseException as exc:  # noqa: BLE001 - the loop itself must survive
                 self.reserve = None
                 try:

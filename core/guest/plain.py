@@ -80,7 +80,7 @@ def plain_binder(params: list[str], keys: dict[str, str], required: set[str],
     lines = []
     for i, (param, key) in enumerate(zip(params, key_of)):
         arg = f"a{i}"
-        store = [f"if type({arg}) not in t{i}: return None", f"out[{key!r}] = {arg}"]
+        store = [f"if type({arg}) not in t{i}: return None", f"out[k{i}] = {arg}"]
         if param in required or key in needed:
             lines += [f"if {arg} is missing: return None", *store]
             continue
@@ -88,8 +88,18 @@ def plain_binder(params: list[str], keys: dict[str, str], required: set[str],
         lines += [f"if {skip}:", *("    " + s for s in store)]
     names = ", ".join(f"a{i}=missing" for i in range(len(params)))
     body = "\n        ".join(["out = {}", *lines, "return out"])
-    source = (f"def make(missing, {', '.join(f't{i}' for i in range(len(params)))}):\n"
+    closed = ", ".join(f"t{i}, k{i}" for i in range(len(params)))
+    source = (f"def make(missing, {closed}):\n"
               f"    def bind({names}, /):\n        {body}\n    return bind\n")
-    scope: dict[str, Any] = {}
-    exec(compile(source, "<tooliscode binder>", "exec"), scope)
-    return scope["make"](_MISSING, *(types[k] for k in key_of))
+    make = _made.get(source)
+    if make is None:  # compiled once per shape: names and types are the closure's
+        scope: dict[str, Any] = {}
+        exec(compile(source, "<tooliscode binder>", "exec"), scope)
+        make = _made[source] = scope["make"]
+    return make(_MISSING, *(x for k in key_of for x in (types[k], k)))
+
+
+_made: dict[str, Callable[..., Any]] = {}
+"""Binder makers by their source: tools whose parameters are alike (how many, which are
+required) share one, so the first call of each tool seldom compiles (compiling is most of
+what a first call costs in the guest)."""

@@ -1,0 +1,49 @@
+"""A short session of our own, played in a new guest before anyone uses it.
+
+A guest pays for what it does the first time: importing the guest modules a cell needs
+(tool calls, validation, tracebacks) and running that code once. A pooled guest plays the
+engine's warm-up script (a setup and a few cells, see `engine/_warmup.py`) against scripted
+answers, then forgets it, so the first session to take it starts warm. The data runtime's
+start image plays the same script in the host (`runtime/data/_image_warmup.py`) and ends with
+`forget` too.
+"""
+
+from __future__ import annotations
+
+import gc
+import linecache
+import marshal
+
+from . import channel, errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["EXPECTED", "forget", "rehearse"]
+
+EXPECTED = ("ZeroDivisionError",)
+"""The script's one failing cell (a traceback, to have formatted one)."""
+
+
+def rehearse(handle: Callable[[dict[str, Any]], dict[str, Any]], script: dict[str, Any]) -> None:
+    """Give `handle` the script's commands, every request they make answered with the
+    script's answer; a cell that fails otherwise than expected raises."""
+    answer = marshal.dumps(script["answer"])
+    exchange, channel.exchange = channel.exchange, lambda _frame: answer
+    try:
+        for command in script["commands"]:
+            result = handle(command)
+            if not result.get("ok") and result.get("error_type") not in EXPECTED:
+                raise RuntimeError(f"the warm-up session failed: {result}")
+    finally:
+        channel.exchange = exchange
+
+
+def forget() -> None:
+    """Drop what the played session left (the caller makes its guest state new): its cells'
+    sources, and the garbage."""
+    errors.sources.clear()
+    linecache.clearcache()
+    gc.collect()
