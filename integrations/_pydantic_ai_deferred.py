@@ -16,7 +16,7 @@ last response, so two translations make inner calls first-class:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -46,7 +46,9 @@ _RESULTS = TypeAdapter(DeferredToolResults)
 
 def pause_metadata(paused: Sequence[PendingCall]) -> dict[str, Any]:
     """The metadata of a paused `run_python` call: the inner calls it waits on."""
-    return {KEY: {"pending": [asdict(p) for p in paused]}}
+    # by hand: `asdict` would deep-copy each call's arguments, on every pause
+    return {KEY: {"pending": [{"id": p.id, "tool": p.tool, "arguments": p.arguments,
+                               "kind": p.kind, "metadata": p.metadata} for p in paused]}}
 
 
 def _pending(requests: DeferredToolRequests, part: ToolCallPart) -> list[dict[str, Any]] | None:
