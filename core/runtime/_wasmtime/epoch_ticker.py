@@ -29,6 +29,8 @@ class EpochTicker:
         self._engine = engine
         self.period = period
         self._due: dict[Hashable, float] = {}
+        self._until = math.inf
+        """When the thread is to wake next (it is woken only for an earlier time)."""
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -41,13 +43,15 @@ class EpochTicker:
     def watch(self, key: Hashable, deadline: float | None) -> None:
         """Watch `key`'s guest until `unwatch`: it is due at `deadline` (`time.monotonic()`;
         None: never, unless told to stop; 0: now)."""
+        due = math.inf if deadline is None else deadline
         with self._cond:
-            self._due[key] = math.inf if deadline is None else deadline
+            self._due[key] = due
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="tooliscode-epoch",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if due < self._until:  # else it wakes in time anyway: no thread wake-up per cell
+                self._cond.notify()
 
     def unwatch(self, key: Hashable) -> None:
         with self._cond:
@@ -67,11 +71,12 @@ class EpochTicker:
         while True:
             with self._cond:
                 while not self._closed:
-                    first = min(self._due.values(), default=math.inf)
-                    left = first - time.monotonic()
+                    self._until = min(self._due.values(), default=math.inf)
+                    left = self._until - time.monotonic()
                     if left <= 0:
                         break
-                    self._cond.wait(None if first == math.inf else left)
+                    self._cond.wait(None if self._until == math.inf else left)
+                self._until = -math.inf  # ticking: nothing to wake it for
                 if self._closed:
                     return
             self._engine.increment_epoch()
