@@ -194,6 +194,13 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
         else:
             self.code_tool.finish(state.sandbox, state.toolbox)
 
+    def _continues(self, ctx: RunContext[AgentDepsT], state: _RunState) -> bool:
+        """This run continues a cell paused in an earlier one (its code call is open, and its
+        sandbox kept here): it will run in that sandbox, so it takes no spare. Taking one
+        made the next spare start then, in the middle of the run, on every resume."""
+        return state.sandbox is None and any(
+            self.code_tool.has_paused_run(i) for i in open_code_calls(ctx.messages))
+
     def _own_sandbox(self, state: _RunState) -> Sandbox:
         if state.sandbox is None:
             state.sandbox = self.code_tool.take()
@@ -216,7 +223,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT]):
             state.instructions, state.description = _catalog(key, inner,
                                                              python_note(self.runtime))
             state.toolbox = Toolbox(functools.partial(tools_of, inner), key)
-        if self.prestart and self.scope == "run":
+        if self.prestart and self.scope == "run" and not self._continues(ctx, state):
             self._own_sandbox(state).warm(state.toolbox)
         code_def = ToolDefinition(
             name=CODE_TOOL_NAME, description=state.description,

@@ -204,6 +204,30 @@ async def test_a_hundred_calls_and_one_gated_make_101_calls_across_the_pause(run
     assert sum(RAN.values()) == 101
 
 
+async def test_resuming_a_paused_run_takes_no_interpreter_of_its_own():
+    """A run that continues a paused cell runs in that cell's sandbox, so it takes none of its
+    own: taking the spare made the next one start in the middle of every first resume. The
+    next run's spare is made once the cell is done."""
+    code_mode, taken = CodeMode(limits=LIMITS), []
+    try:
+        runner = agent(code_mode, EMAILS)
+        result = await runner.run("email the late customers")
+        code_tool = code_mode.code_tool
+        assert code_tool is not None
+        take = code_tool.take
+        code_tool.take = lambda: taken.append(1) or take()  # type: ignore[method-assign]
+        while isinstance(result.output, DeferredToolRequests):
+            result = await resume(runner, result, results(result.output))
+        assert result.output == EMAILS_DONE and taken == []
+        for _ in range(600):
+            if code_tool.spare is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert code_tool.spare is not None
+    finally:
+        code_mode.close()
+
+
 async def test_a_handler_decides_inner_calls_during_the_run(run_scope):
     def handler(ctx: RunContext[Any], requests: DeferredToolRequests) -> DeferredToolResults:
         return requests.build_results(approvals={p.tool_call_id: answer(p) for p in

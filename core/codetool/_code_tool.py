@@ -204,6 +204,11 @@ class CodeTool(Closing):
         that continues it (it is that run's sandbox from now on)."""
         return self._paused_runs.take(call_id)
 
+    def has_paused_run(self, call_id: str) -> bool:
+        """A run's cell paused in code tool call `call_id` is kept for the run that continues
+        it (which then needs no sandbox of its own: see `paused_run`)."""
+        return self._paused_runs.waits(call_id)
+
     def _resume(self, sandbox: Sandbox, call: Call, toolbox: Toolbox) -> str | None:
         """Bring the sandbox up to the store's version of the conversation (another worker
         may have moved it on); a notice if the saved session could not be restored, or if

@@ -84,6 +84,11 @@ class PausedRuns:
             held = self._held.pop(call_id, None)
         return held[0] if held is not None else None
 
+    def waits(self, call_id: str) -> bool:
+        """A sandbox paused in `call_id` is kept here."""
+        with self._lock:
+            return call_id in self._held
+
     def holds(self, sandbox: Sandbox) -> bool:
         with self._lock:
             return any(s is sandbox for s, _ in self._held.values())
