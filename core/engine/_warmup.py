@@ -1,13 +1,16 @@
-"""What a start image's guest runs before it is saved: a short session of our own.
+"""What a new guest runs before anyone uses it: a short session of our own.
 
-A guest mapped from an image pays for everything it does for the first time: importing
-the guest modules a cell needs (tool calls, validation, tracebacks), and running interpreter
-code for the first time, which copies every page it writes. The image's guest therefore
-runs one setup and a few cells of ours (a tool call, a value, an error) against scripted
-answers, then forgets that session: a new guest starts where a booted one would, but with
-that code imported and warmed. Nothing of it comes from a model.
+A guest pays for everything it does for the first time: importing the guest modules a cell
+needs (tool calls, validation, tracebacks), and running interpreter code for the first time
+(which, in a guest mapped from a start image, copies every page it writes). So a start image's
+guest, and each pooled guest of a runtime without images, runs one setup and a few cells of
+ours (a tool call, a value, an error) against scripted answers, then forgets that session: a
+new guest starts where a booted one would, but with that code imported and warmed. Nothing of
+it comes from a model.
 
-The script travels in the boot answer; the runtime plays it (see `runtime/data/_image_warmup.py`).
+A start image's script travels in the boot answer and its runtime plays it (see
+`runtime/data/_image_warmup.py`); a pooled guest gets the commands in its "warm" command and
+plays them itself (see `guest/rehearsal.py`).
 """
 
 from __future__ import annotations
