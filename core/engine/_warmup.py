@@ -23,6 +23,9 @@ from ..tools import Tool, guest_spec
 __all__ = ["rehearsal", "script"]
 
 _CELLS = ("order = get_order(order_id=3)\nprint(order['total'])", "order", "1 / 0")
+_EXPECTED = ("ZeroDivisionError",)
+"""The errors the cells are meant to raise (to have formatted a traceback); any other
+means the warm-up failed."""
 _FORGET = '''
 import gc, tooliscode_guest.main as _main, tooliscode_guest.rehearsal as _rehearsal
 _main._loop.guest = _main.Guest()
@@ -41,9 +44,10 @@ def get_order(order_id: int) -> dict:
 
 @lru_cache(maxsize=1)
 def rehearsal() -> dict[str, Any]:
-    """The warm-up session's commands, and the answer every call they make gets."""
+    """The warm-up session's commands, the answer every call they make gets, and the
+    errors its cells are meant to raise."""
     tool = Tool.from_function(get_order)
-    return {"answer": {"ok": True, "value": get_order(3)},
+    return {"answer": {"ok": True, "value": get_order(3)}, "expected": list(_EXPECTED),
             "commands": [{"op": "setup", "tools": [guest_spec(tool)], "limits": {}},
                          *({"op": "cell", "code": code} for code in _CELLS)]}
 

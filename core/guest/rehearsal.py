@@ -21,21 +21,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["EXPECTED", "forget", "rehearse"]
-
-EXPECTED = ("ZeroDivisionError",)
-"""The script's one failing cell (a traceback, to have formatted one)."""
+__all__ = ["forget", "rehearse"]
 
 
 def rehearse(handle: Callable[[dict[str, Any]], dict[str, Any]], script: dict[str, Any]) -> None:
     """Give `handle` the script's commands, every request they make answered with the
-    script's answer; a cell that fails otherwise than expected raises."""
+    script's answer; a cell that fails otherwise than the script expects raises."""
     answer = marshal.dumps(script["answer"])
     exchange, channel.exchange = channel.exchange, lambda _frame: answer
     try:
         for command in script["commands"]:
             result = handle(command)
-            if not result.get("ok") and result.get("error_type") not in EXPECTED:
+            if not result.get("ok") and result.get("error_type") not in script["expected"]:
                 raise RuntimeError(f"the warm-up session failed: {result}")
     finally:
         channel.exchange = exchange
