@@ -28,7 +28,6 @@ from typing import Any
 from agents import (
     Agent,
     FunctionTool,
-    ModelSettings,
     RunConfig,
     RunContextWrapper,
     RunResult,
@@ -68,9 +67,11 @@ class Gate:
     `item.agent.name` shows: the code tool's)."""
 
     def __init__(self, name: str):
-        # Empty model settings: the SDK works out each agent's identity from its settings,
-        # several times a run, and the defaults take twice as long to.
-        self.agent: Agent[Any] = Agent(name=name, model_settings=ModelSettings())
+        self.agent: Agent[Any] = Agent(name=name)
+        # The SDK works out the identity of every agent a run reaches, the gate included,
+        # several times a run, and flattening model settings is most of that work. The gate
+        # never calls a model, so it has none (the SDK's identity then skips them).
+        self.agent.model_settings = None  # type: ignore[assignment]
 
     def adopt(self, tool: FunctionTool) -> FunctionTool:
         """Make `tool` (the code tool) the gate's owner, as `Agent.as_tool()` marks its tools,
