@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
@@ -23,6 +24,51 @@ class Row(NamedTuple):
     verdict: str
 
 
+@dataclass
+class Paired:
+    """Seconds measured in rounds, the flows taking turns within each: through code (`ours`)
+    and the framework's own way (`theirs`), each beside its baseline when one is given (the
+    same flow without what is measured, in the same round).
+
+    On a shared machine each flow's times move together by tens of percent from one moment
+    to the next, so `extra` takes the median of each round's own difference: a slow moment
+    then weighs on both sides of it alike, where a difference of medians taken apart moves
+    with the moments each median happened to fall in. `net` gives the sides' medians, and
+    `best` the best of each series, what the flows cost undisturbed."""
+
+    ours: list[float] = field(default_factory=list)
+    theirs: list[float] = field(default_factory=list)
+    ours_base: list[float] = field(default_factory=list)
+    theirs_base: list[float] = field(default_factory=list)
+
+    def add(self, ours: float, theirs: float, ours_base: float = 0.0,
+            theirs_base: float = 0.0) -> None:
+        """One round's four times."""
+        for series, value in ((self.ours, ours), (self.theirs, theirs),
+                              (self.ours_base, ours_base), (self.theirs_base, theirs_base)):
+            series.append(value)
+
+    def net(self, pick: Callable[[list[float]], float] = statistics.median
+            ) -> tuple[float, float]:
+        """(ours, theirs), each picked from its series less its baseline's."""
+        return (pick(self.ours) - pick(self.ours_base),
+                pick(self.theirs) - pick(self.theirs_base))
+
+    @property
+    def extra(self) -> float:
+        """What code adds beyond the framework's own: the median over rounds of
+        (ours - its baseline) - (theirs - its baseline)."""
+        return statistics.median(
+            (ours - ours_base) - (theirs - theirs_base) for ours, theirs, ours_base, theirs_base
+            in zip(self.ours, self.theirs, self.ours_base, self.theirs_base, strict=True))
+
+    @property
+    def best(self) -> str:
+        ours, theirs = self.net(min)
+        return (f"best of each: {ours * 1e3:.1f} vs {theirs * 1e3:.1f} ms, "
+                f"{(ours - theirs) * 1e3:+.1f} ms")
+
+
 def median_s(fn: Callable[[], object], repeat: int, warmup: int = 3) -> float:
     for _ in range(warmup):
         fn()
@@ -32,6 +78,18 @@ def median_s(fn: Callable[[], object], repeat: int, warmup: int = 3) -> float:
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def settle(limit_s: float = 15.0, poll_s: float = 0.05) -> None:
+    """Wait until this process is idle: a new session's pool boots a spare interpreter in
+    the background (up to a few seconds of CPU), which would share the cores and the GIL
+    with what is timed next."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        cpu = time.process_time()
+        time.sleep(poll_s)
+        if time.process_time() - cpu < poll_s / 10:
+            return
 
 
 def rss_bytes() -> int:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import collections
 import json
-import statistics
 import time
 import uuid
 from typing import Any
 
+from _util import Paired, settle
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -102,21 +102,23 @@ def turn(graph: Any, thread: str, message: str) -> int:
     return pauses
 
 
-def _turn_s(graph: Any, first: str, timed: str, pauses: int) -> float:
-    """A timed turn in a new thread that has had `first` as its first turn."""
-    thread = uuid.uuid4().hex
-    turn(graph, thread, first)
+def _timed_s(graph: Any, thread: str, timed: str, pauses: int) -> float:
     start = time.perf_counter()
     assert turn(graph, thread, timed) == pauses
     return time.perf_counter() - start
 
 
-def pause_resume_s(mode: str, runtime: str, samples: int) -> tuple[float, float]:
+def pause_resume_s(mode: str, runtime: str, samples: int) -> Paired:
     """A turn with one reviewed call, paused and resumed, less the same turn calling an
-    unreviewed twin (`send_note`): what the pause adds (from code, called directly), medians
-    of `samples` taken in turns, so that the machine's load weighs on all alike. Each
-    thread's first turn (untimed) makes a call of its own: a conversation's first call from
-    code costs its interpreter a few ms once, pause or not."""
+    unreviewed twin (`send_note`): what the pause adds, from code and called directly, in
+    `samples` rounds of the four flows taking turns.
+
+    Each round starts four new threads with a turn that makes a call (a conversation's first
+    call from code costs its interpreter a few ms once, pause or not), lets the process settle
+    (a new interpreter taken from the pool has the pool boot its replacement in the
+    background: a few hundred ms of CPU that would weigh on whichever turn came next), then,
+    flow by flow, makes one more untimed call (what settling left cold is warm again) and
+    times the next turn."""
     ours, code = agent(mode, runtime, True)
     theirs, _ = agent(mode, runtime, False)
     flows = {("ours", 1): (ours, "ping(n=1)", "send_email(to='ann', body='hi')"),
@@ -125,19 +127,24 @@ def pause_resume_s(mode: str, runtime: str, samples: int) -> tuple[float, float]
                              'CALL send_email {"to": "ann", "body": "hi"}'),
              ("theirs", 0): (theirs, 'CALL ping {"n": 1}',
                              'CALL send_note {"to": "ann", "body": "hi"}')}
-    times: dict[tuple[str, int], list[float]] = {key: [] for key in flows}
+    measured = Paired()
     try:
         for sample in range(samples + 3):
-            for (side, pauses), flow in flows.items():
-                took = _turn_s(*flow, pauses)
-                if sample >= 3:
-                    times[side, pauses].append(took)
+            threads = {key: uuid.uuid4().hex for key in flows}
+            for key, (graph, first, _) in flows.items():
+                turn(graph, threads[key], first)
+            settle()
+            took = {}
+            for key, (graph, first, timed) in flows.items():
+                turn(graph, threads[key], first)
+                took[key] = _timed_s(graph, threads[key], timed, key[1])
+            if sample >= 3:
+                measured.add(took["ours", 1], took["theirs", 1], took["ours", 0],
+                             took["theirs", 0])
     finally:
         assert code is not None
         code.close()
-    net = {side: statistics.median(times[side, 1]) - statistics.median(times[side, 0])
-           for side in ("ours", "theirs")}
-    return net["ours"], net["theirs"]
+    return measured
 
 
 def calls_across_pause(mode: str, runtime: str) -> int:

@@ -20,16 +20,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import statistics
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _util import Paired
 from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from tooliscode import Limits
@@ -40,37 +38,6 @@ FRAMEWORK = "Agents SDK"
 HERE = Path(__file__).resolve()
 RAN: collections.Counter[str] = collections.Counter()
 """Calls made at the tools, by tool."""
-
-
-@dataclass
-class Paired:
-    """Seconds measured in turns, sample by sample: through code (`ours`) and the SDK's own
-    way (`theirs`), each less its baseline when one is given (the same flow without the
-    pause, in the same turn). On a shared machine the medians move with the load; the best
-    of each series says what the flows cost undisturbed."""
-
-    ours: list[float] = field(default_factory=list)
-    theirs: list[float] = field(default_factory=list)
-    ours_base: list[float] = field(default_factory=list)
-    theirs_base: list[float] = field(default_factory=list)
-
-    def add(self, ours: float, theirs: float, ours_base: float = 0.0,
-            theirs_base: float = 0.0) -> None:
-        for series, value in ((self.ours, ours), (self.theirs, theirs),
-                              (self.ours_base, ours_base), (self.theirs_base, theirs_base)):
-            series.append(value)
-
-    def net(self, pick: Callable[[list[float]], float] = statistics.median
-            ) -> tuple[float, float]:
-        """(ours, theirs), each picked from its series less its baseline's."""
-        return (pick(self.ours) - pick(self.ours_base),
-                pick(self.theirs) - pick(self.theirs_base))
-
-    @property
-    def best(self) -> str:
-        ours, theirs = self.net(min)
-        return (f"best of each: {ours * 1e3:.1f} vs {theirs * 1e3:.1f} ms, "
-                f"{(ours - theirs) * 1e3:+.1f} ms")
 
 
 def _send(to: str) -> str:

@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _util import Paired
 from pydantic import TypeAdapter
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -133,31 +134,32 @@ async def to_the_end(agent: Agent) -> tuple[Any, int]:
     return result, pauses
 
 
-async def per_call(runtime: str, rounds: int, pause_s: float) -> tuple[float, float]:
-    """Figure 1: median seconds per gated call, code then direct, each less the same flow
-    with an ungated twin of the tool (what a pause adds, not what a code turn costs), the
-    four flows taking turns."""
+async def per_call(runtime: str, rounds: int, pause_s: float) -> Paired:
+    """Figure 1: seconds per gated call, code then direct, each beside the same flow with an
+    ungated twin of the tool (what a pause adds, not what a code turn costs), the four flows
+    taking turns."""
     code_mode = CodeMode(limits=LIMITS, runtime=runtime)
     flows = {("ours", True): code_agent(emails_code(GATED), code_mode),
              ("ours", False): code_agent(emails_code(GATED, "send_note"), code_mode),
              ("direct", True): direct_agent(GATED),
              ("direct", False): direct_agent(GATED, "send_note")}
-    times: dict[tuple[str, bool], list[float]] = {key: [] for key in flows}
+    measured = Paired()
     try:
         await to_the_end(flows["ours", True])  # the first run starts the spare the timed runs take
         for _ in range(rounds):
+            took: dict[tuple[str, bool], float] = {}
             for (side, gated), agent in flows.items():
                 await asyncio.sleep(pause_s)
                 sent, started = CALLS["send_email"], time.perf_counter()
                 result, pauses = await to_the_end(agent)
-                times[side, gated].append((time.perf_counter() - started) / GATED)
+                took[side, gated] = (time.perf_counter() - started) / GATED
                 assert pauses == (GATED if gated else 0), result.output
                 assert CALLS["send_email"] - sent == (GATED if gated else 0), result.output
+            measured.add(took["ours", True], took["direct", True], took["ours", False],
+                         took["direct", False])
     finally:
         code_mode.close()
-    net = {side: statistics.median(times[side, True]) - statistics.median(times[side, False])
-           for side in ("ours", "direct")}
-    return net["ours"], net["direct"]
+    return measured
 
 
 async def pause_both(redis_url: str, folder: Path) -> None:

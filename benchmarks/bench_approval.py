@@ -6,6 +6,8 @@ framework's own pause and resume:
 1. pause then resume in this process, per gated call, beyond the framework's own, on both
    runtimes (target <= 5 ms): each side's gated flow less the same flow with the call
    ungated, so that a code turn's own cost (running a cell) is not counted as the pause's;
+   the four flows take turns, round after round, and the figure is the median of the
+   rounds' own differences (`Paired`);
 2. resume in a new process from the framework's serialized state over Redis, on the data
    runtime, beyond the framework's own resume from the same state (target <= 50 ms);
 3. a cell making 100 ungated calls and one gated call: the calls made in total across the pause
@@ -21,22 +23,22 @@ import argparse
 import asyncio
 from collections.abc import Callable
 
-from _util import Row, load, machine, table, with_redis
+from _util import Paired, Row, load, machine, table, with_redis
 
 PER_CALL_TARGET_S = 0.005
 NEW_PROCESS_TARGET_S = 0.050
 RUNTIMES = ("default", "data")
 
 
-def per_call_row(framework: str, runtime: str, ours_s: float, theirs_s: float,
-                 note: str = "") -> Row:
+def per_call_row(framework: str, runtime: str, measured: Paired, note: str = "") -> Row:
     """Figure 1: pause then resume of one gated call, code against direct (`note`: more to
-    say beside the figure)."""
-    extra = ours_s - theirs_s
+    say beside the figure). The verdict is on the median of each round's own difference."""
+    ours, theirs = measured.net()
+    extra = measured.extra
     return Row(f"{framework}: pause then resume in process, per gated call, beyond the "
                f"framework's own ({runtime} runtime)",
-               f"{ours_s * 1e3:.1f} ms vs {theirs_s * 1e3:.1f} ms direct "
-               f"({extra * 1e3:+.1f} ms{'; ' + note if note else ''}), {load()}", "<= 5 ms",
+               f"{extra * 1e3:+.1f} ms (medians {ours * 1e3:.1f} ms vs {theirs * 1e3:.1f} ms "
+               f"direct; {measured.best}{'; ' + note if note else ''}), {load()}", "<= 5 ms",
                "ok" if extra <= PER_CALL_TARGET_S else "over")
 
 
@@ -62,7 +64,7 @@ def pydantic_ai_rows(rounds: int = 15, processes: int = 5) -> list[Row]:
     them (approval_pydantic_ai.py)."""
     import approval_pydantic_ai as pa
 
-    rows = [per_call_row(pa.FRAMEWORK, runtime, *asyncio.run(pa.per_call(runtime, rounds, 1.0)))
+    rows = [per_call_row(pa.FRAMEWORK, runtime, asyncio.run(pa.per_call(runtime, rounds, 1.0)))
             for runtime in RUNTIMES]
     def in_new_processes(url: str) -> list[Row]:
         def info(figure: str, ours: float, direct: float) -> Row:
@@ -89,8 +91,7 @@ def openai_agents_rows(samples: int = 40) -> list[Row]:
 
     rows = []
     for runtime in RUNTIMES:
-        measured = oa.per_call(runtime, samples)
-        rows.append(per_call_row(oa.FRAMEWORK, runtime, *measured.net(), measured.best))
+        rows.append(per_call_row(oa.FRAMEWORK, runtime, oa.per_call(runtime, samples)))
     rows += with_redis(f"{oa.FRAMEWORK}: resume in a new process", lambda url: [
         new_process_row(oa.FRAMEWORK, *(m := oa.new_process(url, samples)).net(), m.best)])
     rows += [calls_row(oa.FRAMEWORK, runtime, oa.calls_across(runtime)) for runtime in RUNTIMES]
@@ -107,7 +108,7 @@ def langchain_rows(samples: int = 40) -> list[Row]:
     rows = []
     for mode in lc.MODES:
         name = f"{lc.FRAMEWORK} ({mode})"
-        rows += [per_call_row(name, runtime, *lc.pause_resume_s(mode, runtime, samples))
+        rows += [per_call_row(name, runtime, lc.pause_resume_s(mode, runtime, samples))
                  for runtime in RUNTIMES]
         rows += [calls_row(name, runtime, lc.calls_across_pause(mode, runtime))
                  for runtime in RUNTIMES]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
-from _util import Row, machine, table  # noqa: E402
+from _util import Row, machine, settle, table  # noqa: E402
 from envs import peer_python, run_peer_script  # noqa: E402
 from tooliscode import Limits, Session  # noqa: E402
 
@@ -69,7 +69,7 @@ async def measure(calls: int, rounds: int, runtime: str) -> dict[str, tuple[floa
                  runtime=runtime) as session:
         for round_ in range(rounds + 1):
             if round_ == 1:
-                await settle()
+                settle()  # nothing else runs on this loop meanwhile
             for name, (route, call) in PROBES.items():
                 per = GATHERED if name.startswith("gathered") else 1
                 made = calls // per * per
@@ -83,18 +83,6 @@ async def measure(calls: int, rounds: int, runtime: str) -> dict[str, tuple[floa
                     wall = float(result.stdout.strip())
                     best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
     return best
-
-
-async def settle(limit_s: float = 15.0) -> None:
-    """Wait until this process is idle: a new session's pool boots a spare interpreter in
-    the background (up to a few seconds of CPU), which would share the cores and the GIL
-    with the calls being timed."""
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        cpu = time.process_time()
-        await asyncio.sleep(0.2)
-        if time.process_time() - cpu < 0.02:
-            return
 
 
 def smolagents_call(calls: int, rounds: int) -> tuple[float | None, str]:
