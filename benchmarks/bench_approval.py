@@ -59,7 +59,7 @@ def calls_row(framework: str, runtime: str, calls: int) -> Row:
                "ok" if calls == 101 else "over")
 
 
-def pydantic_ai_rows(rounds: int = 15, processes: int = 5) -> list[Row]:
+def pydantic_ai_rows(rounds: int = 25, processes: int = 5) -> list[Row]:
     """PydanticAI: `DeferredToolRequests` naming the inner calls, `DeferredToolResults` for
     them (approval_pydantic_ai.py)."""
     import approval_pydantic_ai as pa
