@@ -15,7 +15,8 @@ reads each item's decision back from the gate's state.
 This leans on SDK names that are public but not exported (`agents.agent_tool_state`), on two
 private fields of `FunctionTool` (`_agent_instance`, `_is_agent_tool`: without them
 `RunState.from_json` drops the nested items), on `RunResult`'s fields for a resumable
-checkpoint (`_original_input`, `_current_turn`) and on `RunState._context`; tests pin each.
+checkpoint (`_original_input`, `_current_turn`), on `RunState._context`, and on the SDK
+reading no model settings of an agent that calls no model (the gate has none); tests pin each.
 """
 
 from __future__ import annotations
