@@ -151,8 +151,9 @@ with Session([ping], limits=Limits(timeout_s=30)) as s:
 
 def test_a_cell_within_its_time_is_never_interrupted():
     """The epoch ticks only when a guest is due (its deadline, or a stop): a cell of 0.3 s
-    (tool calls, a sleep) under a 30 s limit sees no tick (it saw one every 5 ms, each a thread wake-up and a GIL
-    hand-off). In a process of its own: other tests' guests share the ticker."""
+    (tool calls, a sleep) under a 30 s limit sees no tick (it saw one every 5 ms, each a
+    thread wake-up and a GIL hand-off). In a process of its own: other tests' guests share
+    the ticker."""
     done = subprocess.run([sys.executable, "-c", _UNINTERRUPTED], capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.split() == ["done", "0"], done.stderr[-2000:]

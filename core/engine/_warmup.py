@@ -27,11 +27,10 @@ _EXPECTED = ("ZeroDivisionError",)
 """The errors the cells are meant to raise (to have formatted a traceback); any other
 means the warm-up failed."""
 _FORGET = '''
-import gc, tooliscode_guest.main as _main, tooliscode_guest.rehearsal as _rehearsal
-_main._loop.guest = _main.Guest()
-_rehearsal.forget()
+import gc, tooliscode_guest.main as _main
+_main.forget_session()
 gc.freeze()
-del gc, _main, _rehearsal
+del gc, _main
 '''
 """A new guest's state, as after its boot (see `guest/rehearsal.py`); what is already
 there is never collected again, so its pages stay shared."""

@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "start", "serve"]
+__all__ = ["forget_session", "main", "start", "serve"]
 
 
 def final_answer(value: Any) -> None:
@@ -115,12 +115,10 @@ class Guest:
             aio.install()
             script = msg.get("rehearse")
             if script:
-                from .rehearsal import forget, rehearse
+                from .rehearsal import rehearse
 
                 rehearse(self.handle, script)
-                if _loop is not None:
-                    _loop.guest = Guest()  # the next command is a new session's
-                forget()
+                forget_session()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {op!r}"}
 
@@ -203,6 +201,16 @@ class _Loop:
 
 
 _loop: _Loop | None = None
+
+
+def forget_session() -> None:
+    """After a warm-up session of our own: the next command is a new session's, as after
+    the boot (see `rehearsal.py`)."""
+    from .rehearsal import forget
+
+    if _loop is not None:
+        _loop.guest = Guest()
+    forget()
 
 
 _OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}

@@ -3,9 +3,9 @@
 A guest pays for what it does the first time: importing the guest modules a cell needs
 (tool calls, validation, tracebacks) and running that code once. A pooled guest plays the
 engine's warm-up script (a setup and a few cells, see `engine/_warmup.py`) against scripted
-answers, then forgets it, so the first session to take it starts warm. The data runtime's
-start image plays the same script in the host (`runtime/data/_image_warmup.py`) and ends with
-`forget` too.
+answers, then forgets it (`main.forget_session`), so the first session to take it starts
+warm. The data runtime's start image plays the same script from the host
+(`runtime/data/_image_warmup.py`) and forgets it the same way.
 """
 
 from __future__ import annotations
