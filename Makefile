@@ -20,7 +20,7 @@ setup:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(CREW_STAMP) warm
 
 warm: $(STAMP)
-	$(PY) -m tooliscode.cli warmup --runtime data
+	$(PY) -m tooliscode.cli warmup --runtime all
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 $(CREW_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(CREW)
 	$(CREW_PY) -m pip install --quiet --upgrade pip
-	$(CREW_PY) -m pip install --quiet -e ".[crewai,data,testing]"
+	$(CREW_PY) -m pip install --quiet -e ".[crewai,data,testing,build]"
 	touch $(CREW_STAMP)
 
 demo: $(STAMP)
@@ -41,17 +41,17 @@ demo: $(STAMP)
 # the suite's time is spent starting interpreters and subprocesses, which two workers overlap.
 # Then the whole suite again with the data runtime as the default (tests/data pins it already;
 # tests/unit boots no guest; the examples are the README's, on the default runtime, and what
-# they show is tested on both runtimes by the other files; the default runtime's cold start
-# into a fresh compile cache runs in subprocesses pinned to it, whichever runtime the suite's
-# is, so once is enough).
-COLD_START := tests/test_runtime.py::test_a_fresh_cache_compiles_once_and_says_so \
-	tests/test_runtime.py::test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived
+# they show is tested on both runtimes by the other files; the first uses into a fresh cache
+# and the command runtime's own tests pin their runtimes, whichever the suite's is, so once is
+# enough).
+PINNED := tests/test_runtime.py::test_a_fresh_cache_builds_and_compiles_once_and_says_so \
+	tests/test_runtime.py::test_without_componentize_py_a_missing_component_is_a_clear_error
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
 	$(CREW_PY) -m pytest -q tests/crewai_env
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
 		--ignore=tests/data --ignore=tests/unit --ignore=tests/test_examples.py \
-		$(addprefix --deselect ,$(COLD_START))
+		--ignore=tests/test_command_runtime.py $(addprefix --deselect ,$(PINNED))
 	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
 
 bench: setup

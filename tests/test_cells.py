@@ -39,7 +39,7 @@ def test_a_plain_expression_cell_needs_no_ast_module(tmp_path):
 
     with Session([], workdir=tmp_path) as s:  # a cold guest: nothing imported ahead
         assert s.run("x = 1").ok and s.run("x + 1").value == "2"
-        if s.runtime.name != "data":  # data guests start from an image with pandas imported
+        if not s.runtime.turn_based:  # the others start from an image with more imported
             assert s.run("import sys\n'ast' in sys.modules").value == "False"
 
 
@@ -92,7 +92,7 @@ def test_asyncio_loads_only_when_used_and_then_works(tools, tmp_path):
     from tooliscode import Session
 
     with Session(tools, workdir=tmp_path) as s:  # an own folder: a cold guest, not a pooled one
-        if s.runtime.name != "data":  # data guests start from an image with asyncio imported
+        if not s.runtime.turn_based:  # others start from an image with asyncio imported
             assert s.run("import sys\n'asyncio' in sys.modules").value == "False"
         r = s.run("import asyncio\nasync def m():\n    return await aslow(0.01, 'x')\n"
                   "asyncio.run(m())['tag']")

@@ -108,7 +108,7 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
         run = code.take()
         assert code.run_code("x = 1", sandbox=run).ok
         assert code.keys == []  # nothing keyed was made
-        renewable = run.session.runtime.turn_based
+        renewable = run.session.runtime.exact
         code.finish(run, tools)
         for _ in range(500):  # offered at once, ready once started (or renewed) on another
             spare = code.spare  # thread

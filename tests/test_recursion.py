@@ -59,20 +59,3 @@ def test_recursion_cpython_does_not_count_is_told_as_recursion(session):
     assert "recursed so deeply" in r.error and "crash" not in r.error
     assert "keep" in r.lost_names
     assert session.run("1 + 1").value == "2"
-
-
-def test_a_stack_that_reached_its_guard_replaces_the_guest():
-    """The last check of the default runtime's moved stack: a guest whose stack reached the
-    guard at its bottom (its memory below may be damaged) is replaced before the next cell,
-    and the model is told why. The overrun is written into the guard here, as one would."""
-    with Session([], runtime="default") as s:
-        assert s.run("keep = 1").ok
-        stack = s._state.worker.instance.stack
-        assert stack is not None and not stack.overran()
-        stack.mark_guard()
-        r = s.run("other = 2")
-        assert r.ok and any("recursed so deeply" in n and "replaced before the next cell" in n
-                            for n in r.notices), r.notices
-        r = s.run("keep")
-        assert not r.ok and r.restarted and {"keep", "other"} <= set(r.lost_names)
-        assert s.run("3 * 3").value == "9"

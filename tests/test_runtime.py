@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import wasmtime
+from _first_use import SIX_BY_SEVEN, WARMUP, run_in
 from tooliscode.errors import RuntimeIntegrityError, RuntimeNotFound
 from tooliscode.runtime import PACKAGED_SHA256, locate_python_wasm
 from tooliscode.runtime._wasmtime.compile_cache import load_module
@@ -46,39 +43,43 @@ def test_hash_mismatch_is_refused(tmp_path):
         locate_python_wasm(fake, expected_sha256=PACKAGED_SHA256)
 
 
-def _run(code: str, cache: Path, timeout: float = 300, args: tuple[str, ...] | list[str] = ()
-         ) -> subprocess.CompletedProcess:
-    # The default runtime's cold start, whichever runtime the suite runs on: the data runtime's
-    # (a minute of compiling) has its own tests in tests/data.
-    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache), "TOOLISCODE_RUNTIME": "default"}
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-_SIX_BY_SEVEN = "from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\ns.close()"
-_ONE_PLUS_ONE = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
-
-
 @pytest.fixture(scope="module")
 def fresh_cache(tmp_path_factory):
-    """One cold start into an empty cache folder, shared by the tests below: compiling
-    python.wasm is the slowest thing the suite does, so it is done once for all of them, by
-    `tooliscode warmup` (what the README says to run ahead of a first start)."""
+    """One first use into an empty cache folder: the sandbox component is built, compiled and
+    its standard library's .pyc made, by `tooliscode warmup` (what the README says to run
+    ahead of a first start). The slowest thing the suite does, so it is done once."""
     cache = tmp_path_factory.mktemp("fresh") / "cache"
-    return cache, _run("from tooliscode.cli import main; raise SystemExit(main())", cache,
-                       args=["warmup", "--runtime", "default"])
+    return cache, run_in(cache, WARMUP, args=["warmup", "--runtime", "default"])
 
 
-def test_a_fresh_cache_compiles_once_and_says_so(fresh_cache):
+def test_a_fresh_cache_builds_and_compiles_once_and_says_so(fresh_cache):
     cache, warmup = fresh_cache
     assert warmup.returncode == 0, warmup.stderr
-    assert "compiling the Python runtime" in warmup.stderr and "'default' ready" in warmup.stderr
-    cached = list(cache.glob("*.cwasm"))
-    assert len(cached) == 1
+    for said in ("building the sandbox component", "compiling the sandbox component",
+                 "'default' ready"):
+        assert said in warmup.stderr, warmup.stderr
+    (built,) = cache.glob("component-*/sandbox.wasm")
+    assert (built.parent / "python" / ".compiled").is_file()
+    assert list(built.parent.glob("python/__pycache__/difflib.cpython-314.pyc"))
+    assert len(list(cache.glob("component-*.cwasm"))) == 1
     assert oct(cache.stat().st_mode & 0o777) == "0o700"
-    first = _run(_SIX_BY_SEVEN, cache)
-    assert first.stdout.strip() == "42" and "compiling" not in first.stderr, first.stderr
+    first = run_in(cache, SIX_BY_SEVEN)
+    assert first.stdout.strip() == "42", first.stderr
+    assert "building" not in first.stderr and "compiling" not in first.stderr, first.stderr
     assert "panicked" not in warmup.stderr + first.stderr
+
+
+def test_without_componentize_py_a_missing_component_is_a_clear_error(tmp_path):
+    """A new guest package with no built component for it and no componentize-py to build
+    one: the error names the ways out."""
+    code = ("import sys\nsys.modules['componentize_py'] = None\n"
+            "from importlib import metadata\n_real = metadata.version\n"
+            "def version(name):\n    if name == 'componentize-py':\n"
+            "        raise metadata.PackageNotFoundError(name)\n    return _real(name)\n"
+            "metadata.version = version\n" + SIX_BY_SEVEN)
+    out = run_in(tmp_path / "cache", code)
+    assert out.returncode != 0
+    assert "pip install componentize-py==" in out.stderr and "PYTHON_WASM_HOME" in out.stderr
 
 
 def test_a_corrupt_cache_entry_is_replaced(tmp_path, monkeypatch):
@@ -103,55 +104,3 @@ def test_a_corrupt_cache_entry_is_replaced(tmp_path, monkeypatch):
     assert load_module(engine, tiny, "test", said.append) and compiles() == 2
 
 
-def test_guest_modules_are_precompiled_once_and_a_damaged_cache_is_survived(fresh_cache, tmp_path):
-    cache = tmp_path / "cache"
-    shutil.copytree(fresh_cache[0], cache)
-    (entry,) = cache.glob("guest-*.marshal")
-    assert oct(entry.stat().st_mode & 0o777) == "0o600"
-    for damage in (b"garbage", entry.read_bytes()[:500]):
-        entry.write_bytes(damage)
-        again = _run(_ONE_PLUS_ONE, cache)
-        assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr
-
-
-def test_closing_the_runtime_while_a_thread_makes_a_guest(tmp_path, monkeypatch):
-    """Exit closes the runtime while a daemon thread (a spare's start) may be making a guest:
-    the engine must not be freed under it (that crashed the process), and a guest asked for
-    after the close is a clear error."""
-    import threading
-
-    from tooliscode.runtime import GuestSpec
-    from tooliscode.runtime.default import DefaultInstance as WasmtimeInstance
-    from tooliscode.runtime.default import WasmtimeRuntime
-
-    runtime = WasmtimeRuntime()
-    inside, go = threading.Event(), threading.Event()
-    configure = WasmtimeInstance._wasi_config
-
-    def held(instance, spec):  # hold the making of the guest halfway
-        inside.set()
-        go.wait(30)
-        return configure(instance, spec)
-
-    made: list[object] = []
-
-    def make() -> None:
-        try:
-            made.append(runtime.instantiate(GuestSpec(tmp_path, 64 << 20, "pass")))
-        except Exception as exc:  # noqa: BLE001 - the test reports it
-            made.append(exc)
-
-    monkeypatch.setattr(WasmtimeInstance, "_wasi_config", held)
-    maker = threading.Thread(target=make, daemon=True)
-    maker.start()
-    try:
-        assert inside.wait(30)
-        runtime.close()  # what exit does, with a guest halfway made
-    finally:
-        go.set()
-    maker.join(30)  # a hang guard
-    assert len(made) == 1 and isinstance(made[0], WasmtimeInstance), made
-    made[0].close()
-    runtime.close()
-    with pytest.raises(RuntimeError, match="closed"):
-        runtime.instantiate(GuestSpec(tmp_path, 64 << 20, "pass"))

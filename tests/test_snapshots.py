@@ -70,7 +70,7 @@ def test_variables_definitions_imports_and_files_come_back(blob):
         (notice,) = r.notices
         assert "restored from a snapshot" in notice
         assert "handle: an open file" in notice
-        if s.runtime.turn_based:  # the data runtime copies the interpreter: the generator too
+        if s.runtime.exact:  # the data runtime copies the interpreter: the generator too
             assert "whole interpreter" in notice and "gen:" not in notice
         else:
             assert "gen: a generator" in notice

@@ -203,7 +203,7 @@ class Keeper:
         """Load the newer snapshot into the session this worker still holds (no new
         interpreter to boot; see `Session.load`). False where a new session must take it:
         an exact snapshot, or one this session cannot load (restoring it says why)."""
-        if session.closed or session.runtime.turn_based:
+        if session.closed or session.runtime.exact:
             return False
         try:
             return session.load(blob, key=self.key)

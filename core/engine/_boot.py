@@ -57,8 +57,11 @@ SERVE = "tooliscode_guest.main.serve()"
 _replies: dict[tuple[bytes | None, bool], bytes] = {}
 
 
-def boot_answer(code: bytes | None, turns: bool) -> dict[str, Any]:
-    """The answer to a guest's "boot" request, for guest code compiled as `code`."""
+def boot_answer(code: bytes | None, turns: bool, baked: bool = False) -> dict[str, Any]:
+    """The answer to a guest's "boot" request, for guest code compiled as `code`. A guest
+    whose runtime has the guest package built in (`baked`) needs neither it nor a warm-up."""
+    if baked:
+        return {"modules": [], "code": None, "cwd": GUEST_DIR, "turns": turns, "warm": None}
     return {"modules": guest_sources(), "code": code, "cwd": GUEST_DIR, "turns": turns,
             "warm": warmup.script(SERVE) if turns else None}
 

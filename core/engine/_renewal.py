@@ -33,11 +33,12 @@ class Renewal:
     @classmethod
     def prepare(cls, session: Session) -> Renewal | None:
         """Have a new session's guest take its baseline once its setup is done (before any
-        cell); None where guests cannot be renewed (not turn-based, or a folder of the
+        cell); None where guests cannot be renewed (their memory is not all their state, or a
+        folder of the
         caller's, which is never emptied). A runtime that cannot renew its guests says so
         when asked for the baseline (`Instance.keep_baseline`)."""
         worker = session._state.worker
-        if worker is None or not session.runtime.turn_based or not session._state.owns_workdir:
+        if worker is None or not session.runtime.exact or not session._state.owns_workdir:
             return None
         return cls(session, worker.after_turn(lambda instance: instance.keep_baseline()))
 

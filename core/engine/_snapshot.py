@@ -62,7 +62,7 @@ def capture(worker: Worker, runtime: Runtime, workdir: Path, names: tuple[str, .
     runtime can save it, else its variables."""
     files = _tar_folder(workdir)
     saved = worker.between_turns(lambda instance: instance.save_memory()) \
-        if runtime.turn_based else None
+        if runtime.exact else None
     if saved is not None:
         return pack({"files": files, **saved.parts}, runtime=snapshot_runtime(runtime),
                     meta={**saved.meta, "names": list(names)}, key=key, stored=saved.stored)

@@ -139,8 +139,9 @@ class Worker:
         self._held: Command | None = None
         self._exiting = False
         self._turns = runtime.turn_based
+        self._baked = runtime.baked_guest
         check_memory(runtime, limits)
-        self._code = guest_code(runtime)
+        self._code = None if self._baked else guest_code(runtime)
         self._ended = False
         self.booted: threading.Event = _Booted(self)
         """Set once the guest first waits for a command (or has died trying)."""
@@ -384,7 +385,7 @@ class Worker:
         if op in ("ready", "done"):
             return self._next(msg.get("result") if op == "done" else None)
         if op == "boot":
-            return boot_answer(self._code, self._turns)
+            return boot_answer(self._code, self._turns, self._baked)
         if self.ops is None:
             return {"ok": False, "kind": "protocol", "error": "no tools are connected"}
         current = self._current

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["AfterImport"]
+__all__ = ["AfterImport", "Unavailable"]
 
 
 class AfterImport:
@@ -55,3 +55,21 @@ class _ThenCall:
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
         self._then(module)
+
+
+class Unavailable:
+    """A `sys.meta_path` finder refusing modules a build carries that cannot work here (there
+    are no processes), as a build without them would: the error then says why. ctypes is
+    left to the build (pandas imports it; it loads no library)."""
+
+    names = frozenset(("multiprocessing", "_multiprocessing"))
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+    @classmethod
+    def install(cls) -> None:
+        if not any(isinstance(f, cls) for f in sys.meta_path):
+            sys.meta_path.insert(0, cls())

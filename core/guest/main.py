@@ -14,7 +14,7 @@ from . import channel
 from .cells import CellRunner, FinalAnswer
 from .discovery import make_help, namespace_hint, search_tools
 from .errors import OUT_OF_MEMORY, describe_failure
-from .hooks import AfterImport
+from .hooks import AfterImport, Unavailable
 from .tools import ToolError, ToolFunction, ToolNamespace
 
 TYPE_CHECKING = False
@@ -154,6 +154,7 @@ def start(exchange: Any, boot: dict[str, Any]) -> None:
     else:
         sys.meta_path.insert(0, AfterImport("asyncio", _install_aio))
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
+    Unavailable.install()
     _loop = _Loop(Guest())
 
 

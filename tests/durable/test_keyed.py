@@ -80,7 +80,7 @@ def test_a_plain_session_that_comes_back_holds_only_the_newer_state(tmp_path):
         seen = call(keepers[0], "import os\nprint('y' in globals(), z, "
                                 "sorted(n for n in os.listdir('.') if n[0] != '.'))")
         assert seen == "False 102 []"
-        if not made[0].runtime.turn_based:  # loaded into the session it held: none made
+        if not made[0].runtime.exact:  # loaded into the session it held: none made
             assert len(made) == held
     finally:
         for keeper in keepers:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import wasmtime
 
@@ -81,11 +82,11 @@ def entry_path(wasm: WasmFile, flags: str, prefix: str = "python") -> Path | Non
         return None
 
 
-def _load_cached(engine: wasmtime.Engine, cached: Path | None) -> wasmtime.Module | None:
+def _load_cached(engine: wasmtime.Engine, cached: Path | None, kind: Any) -> Any:
     if cached is None or not cached.is_file():
         return None
     try:
-        return wasmtime.Module.deserialize_file(engine, str(cached))
+        return kind.deserialize_file(engine, str(cached))
     except wasmtime.WasmtimeError as exc:
         log.warning("tooliscode: dropping unusable cached module %s: %s", cached, exc)
         cached.unlink(missing_ok=True)
@@ -95,8 +96,10 @@ def _load_cached(engine: wasmtime.Engine, cached: Path | None) -> wasmtime.Modul
 def load_module(engine: wasmtime.Engine, wasm: WasmFile, flags: str,
                 announce: Callable[[str], None] = _announce, *, prefix: str = "python",
                 expected: str = "a few seconds",
-                transform: Callable[[bytes], bytes | None] | None = None) -> wasmtime.Module:
-    """Load the compiled module from the cache, compiling (and caching) it on a miss.
+                transform: Callable[[bytes], bytes | None] | None = None,
+                kind: Any = wasmtime.Module, what: str = "the Python runtime") -> Any:
+    """Load the compiled module (or, with `kind` `wasmtime.component.Component`, component)
+    from the cache, compiling (and caching) it on a miss.
 
     One process compiles a cache entry at a time; another that needs it meanwhile waits for
     it and loads it. `expected` says how long a compile usually takes, for the progress lines.
@@ -104,19 +107,19 @@ def load_module(engine: wasmtime.Engine, wasm: WasmFile, flags: str,
     it in `flags`, since the cache entry holds what it made.
     """
     cached = entry_path(wasm, flags, prefix)
-    module = _load_cached(engine, cached)
+    module = _load_cached(engine, cached, kind)
     if module is not None:
         return module
     with entry_lock(cached, announce, f"compiling {wasm.path.name}"):
-        module = _load_cached(engine, cached)  # compiled by the process we waited for
+        module = _load_cached(engine, cached, kind)  # compiled by the process we waited for
         if module is not None:
             return module
-        with progress(announce, f"compiling the Python runtime {wasm.path.name}",
+        with progress(announce, f"compiling {what} {wasm.path.name}",
                       "once for this machine; later starts load it from the cache",
                       expected) as done:
             changed = transform(wasm.path.read_bytes()) if transform is not None else None
-            module = wasmtime.Module(engine, changed) if changed is not None \
-                else wasmtime.Module.from_file(engine, str(wasm.path))
+            module = kind(engine, changed) if changed is not None \
+                else kind.from_file(engine, str(wasm.path))
             size = 0
             if cached is not None:
                 data = module.serialize()

@@ -61,20 +61,6 @@ sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
 
 
-class _Unavailable:
-    """Modules this build carries that cannot work here (there are no processes): refused as
-    on the default runtime. ctypes stays, since pandas imports it; it loads no library."""
-
-    names = frozenset(("multiprocessing", "_multiprocessing"))
-
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _Unavailable())
-
 def exchange(request):
     """One round trip to the host: `request` bytes in, the answer's bytes out."""
     return _host.call(request)
@@ -263,6 +249,7 @@ class DataRuntime(WasmtimeRuntimeBase):
     min_memory_bytes = MIN_MEMORY_BYTES
     thread_stack = THREAD_STACK
     turn_based = True
+    exact = True
     pool_size = 0
     layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
     """What a memory image depends on besides the module and the boot code."""

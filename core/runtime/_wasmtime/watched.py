@@ -1,0 +1,251 @@
+"""What every guest under wasmtime has, whatever its module: its own store with a memory limit,
+a deadline kept by epoch interruption, a stop that works from any thread, and the session
+folder's quota. A runtime's own instance says how the guest is linked, started and called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from abc import abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import wasmtime
+
+from ..base import GuestSpec, GuestTrap, Instance, Runtime, TrapReason
+from .epoch_ticker import EpochTicker
+from .folder_quota import DiskQuota
+from .host_functions import DEADLINE_CB, NO_FINALIZER, tls
+
+__all__ = ["WatchedGuest", "WatchedRuntime", "describe_trap"]
+
+log = logging.getLogger("tooliscode")
+
+
+class WatchedGuest(Instance):
+    """One guest in its own wasmtime store: its limits, its deadline, its folder quota."""
+
+    def __init__(self, runtime: WatchedRuntime, spec: GuestSpec, engine: wasmtime.Engine,
+                 ticker: EpochTicker):
+        self.handler = None
+        self.output = None
+        self._rt = runtime
+        self._ticker = ticker
+        self._deadline: float | None = None
+        self._armed = False
+        self._parked = False
+        """Waiting in the host for a decision: not watched until `unpark`."""
+        self._stop_reason: TrapReason | None = None
+        self._trap_reason: TrapReason | None = None
+        self.stopping = threading.Event()
+        """Set by `stop`: a guest waiting in the host (a sleep) wakes up for it."""
+        self._changed = False
+        self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
+        self._store = wasmtime.Store(engine)
+        self._store.set_limits(memory_size=spec.memory_bytes)
+        self._store.set_epoch_deadline(1)
+        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), DEADLINE_CB,
+                                                             None, NO_FINALIZER)
+
+    # -- the guest's thread -------------------------------------------------------------
+
+    def _call(self, export: Callable[..., Any], *args: Any, exit_ok: bool = True) -> Any:
+        """Call `export(store, *args)` on this thread as the current guest; a trap becomes a
+        `GuestTrap` (a clean exit too, unless `exit_ok`)."""
+        tls.instance = self
+        try:
+            return export(self._store, *args)
+        except wasmtime.ExitTrap as exc:
+            if not exit_ok or exc.code != 0 or self._stop_reason is not None:
+                raise GuestTrap("exit", f"the interpreter exited with status {exc.code}") from None
+            return None
+        except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
+            reason = self._trap_reason or self._classify(exc)
+            raise GuestTrap(reason, describe_trap(reason, exc)) from None
+        finally:
+            tls.instance = None
+            self.disarm()
+            if self._stop_reason is not None:
+                self._ticker.unwatch((self, "stop"))
+
+    def _classify(self, exc: Exception) -> TrapReason:
+        code = getattr(exc, "trap_code", None)
+        if code == wasmtime.TrapCode.STACK_OVERFLOW or "stack" in str(exc).lower():
+            return "stack"
+        if code == wasmtime.TrapCode.INTERRUPT:
+            return "timeout"
+        return "crash"
+
+    def note_change(self) -> None:
+        """The guest is about to change the session folder: the first time since `arm`,
+        `on_change` hears of it."""
+        if not self._changed:
+            self._changed = True
+            if self.on_change is not None:
+                self.on_change()
+
+    def arm(self, seconds: float | None) -> None:
+        self._deadline = None if seconds is None else time.monotonic() + seconds
+        self._quota.stale()
+        self._changed = False
+        self._armed = True
+        self._ticker.watch(self, self._deadline)
+        self._store.set_epoch_deadline(1)
+
+    def park(self) -> None:
+        if self._armed:
+            self._armed, self._parked = False, True
+            self._ticker.unwatch(self)
+
+    def unpark(self, waited: float) -> None:
+        if self._deadline is not None:
+            self._deadline += waited
+        if self._parked:
+            self._parked, self._armed = False, True
+            self._ticker.watch(self, self._deadline)
+            self._store.set_epoch_deadline(1)
+
+    def disarm(self) -> None:
+        self._deadline, self._parked = None, False
+        if self._armed:
+            self._armed = False
+            self._ticker.unwatch(self)
+
+    def configure(self, memory_bytes: int, disk_bytes: int | None,
+                  disk_entries: int | None) -> None:
+        self._store.set_limits(memory_size=memory_bytes)
+        self._quota.max_bytes, self._quota.max_entries = disk_bytes, disk_entries
+
+    def take_notices(self) -> list[str]:
+        if not self._quota.hit:
+            return []
+        self._quota.hit = False
+        q = self._quota
+        limits = [f"{q.max_bytes:,} bytes" if q.max_bytes is not None else "",
+                  f"{q.max_entries:,} entries" if q.max_entries is not None else ""]
+        return [f"The session folder is full (its quota is {' and '.join(x for x in limits if x)}): "
+                "writes were refused with 'Disk quota exceeded'. Delete files to make room."]
+
+    def _poll_stop(self) -> TrapReason | None:
+        reason = self._should_stop()
+        if reason is not None:
+            self._trap_reason = reason
+        return reason
+
+    def _should_stop(self) -> TrapReason | None:
+        if self._stop_reason is not None:
+            return self._stop_reason
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return "timeout"
+        return None
+
+    def wait_until(self, until: float) -> TrapReason | None:
+        """From the guest's thread, inside a host call: wait until `time.monotonic()` reaches
+        `until`, or less if the guest must stop meanwhile (the reason is returned then)."""
+        while True:
+            reason = self._poll_stop()
+            if reason is not None:
+                return reason
+            now = time.monotonic()
+            if now >= until:
+                return None
+            nearest = until if self._deadline is None else min(until, self._deadline)
+            self.stopping.wait(max(0.0, nearest - now))  # `stop` wakes it at once
+
+    # -- any thread ---------------------------------------------------------------------
+
+    def stop(self, reason: TrapReason) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            self.stopping.set()
+            self._ticker.watch((self, "stop"), 0.0)  # due now, until the guest has stopped
+
+    def close(self) -> None:
+        self.handler = self.output = self.on_change = None
+        self._release()
+        store, self._store = self._store, None  # type: ignore[assignment]
+        if store is not None:
+            store.close()
+
+    @abstractmethod
+    def _release(self) -> None:
+        """Drop the handles into the store before it closes."""
+
+
+def describe_trap(reason: TrapReason, exc: Exception) -> str:
+    if reason == "timeout":
+        return "the cell ran past its time limit and was stopped"
+    if reason == "cancelled":
+        return "the cell was cancelled"
+    if reason == "stack":
+        return "the guest ran out of stack (runaway recursion)"
+    if reason == "abandoned":
+        return "the guest was abandoned"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"the guest crashed: {first}"
+
+
+class WatchedRuntime(Runtime):
+    """What every runtime under wasmtime shares: its engine, the epoch ticker, the live
+    guests, and closing safely at exit. `_handles` names what `close` frees, in order."""
+
+    engine: wasmtime.Engine
+    ticker: EpochTicker
+    _handles: tuple[str, ...] = ("engine",)
+    _gate = threading.Lock()
+    """Guards `_making` and `_closed` (of every runtime: it is held for a moment)."""
+    _making = 0
+    """Instances being made now: `close` frees nothing under them."""
+    _closed = False
+
+    def _start_watching(self, tick_s: float) -> None:
+        self.ticker = EpochTicker(self.engine, tick_s)
+        self._live: weakref.WeakSet[WatchedGuest] = weakref.WeakSet()
+
+    def instantiate(self, spec: GuestSpec) -> WatchedGuest:
+        with self.making():
+            instance = self._make(spec)
+            self._live.add(instance)
+        return instance
+
+    @abstractmethod
+    def _make(self, spec: GuestSpec) -> WatchedGuest:
+        """A new instance of this runtime's own kind."""
+
+    @contextlib.contextmanager
+    def making(self) -> Iterator[None]:
+        """Around making an instance (add it to `_live` inside): a thread may still be
+        making one when exit closes the runtime, and the engine freed under it crashes the
+        process. Once closed, making one is a clear error."""
+        with self._gate:
+            if self._closed:
+                raise RuntimeError("the sandbox runtime is closed (the process is exiting)")
+            self._making += 1
+        try:
+            yield
+        finally:
+            with self._gate:
+                self._making -= 1
+
+    def close(self) -> None:
+        """Free the engine and what hangs on it now rather than during interpreter shutdown,
+        when wasmtime-py can no longer call its C library. Skipped while a guest lives or is
+        being made."""
+        with self._gate:
+            if self._making or any(inst._store is not None for inst in self._live):
+                return
+            self._closed = True
+        self._close_tickers()
+        for name in self._handles:
+            handle = self.__dict__.pop(name, None)
+            if handle is not None:
+                handle.close()
+
+    def _close_tickers(self) -> None:
+        ticker = self.__dict__.get("ticker")
+        if ticker is not None:
+            ticker.close()

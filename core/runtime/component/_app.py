@@ -1,0 +1,132 @@
+"""What componentize-py builds: our WIT world and the app module it pre-initializes.
+
+The app module runs once, at build time, inside componentize-py's own wasmtime: everything
+it imports (the guest package, asyncio, the usual standard library) and the warm-up session
+it plays are in the component's memory image, so a new guest starts with all of it in about
+a millisecond. At run time each turn executes source in one persistent namespace, like the
+data runtime's `turn`.
+
+Nothing here runs on the host: these are texts written into the build folder.
+"""
+
+from __future__ import annotations
+
+__all__ = ["WORLD", "WIT", "APP_MODULE", "APP_SOURCE", "PRELOAD", "STDLIB_OUT", "WARMUP_FILE"]
+
+WORLD = "sandbox"
+WIT = """\
+package tooliscode:sandbox;
+
+world sandbox {
+  /// One round trip to the host: a request in, its answer out (bytes carried as latin-1).
+  import host-call: func(request: string) -> string;
+  /// The host's verdict on a folder, clock or console operation (see the interposer).
+  import guard: func(op: u32, handle: u32, value: s64) -> s64;
+  /// Bytes written to the guest's stdout (fd 1) or stderr (fd 2) descriptor.
+  import console: func(fd: u32, data: list<u8>);
+  /// Run Python source in the guest's persistent namespace: 0 when it ran, 1 when it raised.
+  export turn: func(source: string) -> s32;
+}
+"""
+
+APP_MODULE = "tooliscode_sandbox"
+PRELOAD = ("asyncio", "json", "re", "datetime", "decimal", "collections", "itertools",
+           "functools", "math", "statistics", "random", "string", "textwrap", "dataclasses",
+           "typing", "csv", "io", "base64", "hashlib", "pathlib", "traceback", "difflib",
+           "operator", "copy", "enum", "fractions", "heapq", "bisect", "uuid", "zlib",
+           "struct", "time", "linecache", "ast")
+"""The standard library every guest has imported (cells use these most); the rest loads
+from the read-only stdlib folder, compiled once."""
+STDLIB_OUT = "_stdlib"
+"""A folder in the build's app folder: when it exists, the build copies componentize-py's
+standard library into it (the copy is served read-only to guests at /python)."""
+WARMUP_FILE = "_warmup.json"
+
+APP_SOURCE = f'''\
+"""tooliscode's sandbox: pre-initialized by componentize-py (see _app.py on the host)."""
+
+import os
+import sys
+
+if os.path.isdir("/0/{STDLIB_OUT}"):  # first, before anything else fills the heap
+    import shutil
+
+    shutil.copytree("/python", "/0/{STDLIB_OUT}/python", dirs_exist_ok=True)
+    del shutil
+
+import gc
+import importlib
+import json
+import marshal
+
+import wit_world
+
+for _name in {PRELOAD!r}:
+    importlib.import_module(_name)
+
+for _name in sorted(os.listdir("/0/tooliscode_guest")):
+    if _name.endswith(".py"):
+        importlib.import_module("tooliscode_guest." + _name[:-3])
+from tooliscode_guest import aio, main, rehearsal
+
+aio.install()
+
+with open("/0/{WARMUP_FILE}", encoding="utf-8") as _f:
+    _script = json.load(_f)
+rehearsal.rehearse(main.Guest().handle, _script)
+rehearsal.forget()
+del _f, _script, _name
+
+
+_BIG = 1 << 20
+_MORE = '{{"op":"more"}}'
+
+
+def _room(nbytes):
+    """Make sure `nbytes` can be had: a MemoryError here is an ordinary one, while the
+    component runtime's own copy of a string failing would trap the whole guest."""
+    bytearray(nbytes)
+
+
+def exchange(request):
+    """One round trip to the host: `request` bytes in, the answer's bytes out. A big answer
+    comes in two steps: its size first (after a NUL, which no marshal data starts with),
+    then, once there is room for it, the answer itself."""
+    if len(request) > _BIG:
+        _room(2 * len(request))  # the text made of it, and the runtime's copy of that
+    answer = wit_world.host_call(request.decode("latin-1"))
+    if answer[:1] == "\\0":
+        _room(3 * int(answer[1:]))  # the UTF-8 text, the str made of it, its bytes
+        answer = wit_world.host_call(_MORE)
+    return answer.encode("latin-1")
+
+
+_namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange": exchange}}
+_compiled = {{}}
+gc.collect()
+gc.freeze()  # what the image holds is never collected: its pages stay shared
+
+
+class WitWorld(wit_world.WitWorld):
+    def turn(self, source: str) -> int:
+        try:
+            code = _compiled.get(source)
+            if code is None:
+                code = compile(source, "<tooliscode>", "exec")
+                if len(_compiled) < 8:
+                    _compiled[source] = code
+            exec(code, _namespace)
+            return 0
+        except BaseException:  # an escaping exception would trap the whole guest
+            try:
+                import traceback
+
+                traceback.print_exc()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+            return 1
+'''
+"""The app module. `exchange` is its channel: a request is ASCII JSON, an answer marshal
+bytes, both carried in WIT strings as latin-1 text (no bytes are lost; list<u8> would be
+converted element by element on the host)."""

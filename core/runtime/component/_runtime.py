@@ -1,0 +1,255 @@
+"""The default runtime: CPython 3.14 as a pre-initialized WASI component (see `_build.py`).
+
+Its guests start from the component's memory image, with the guest package, asyncio and the
+usual standard library imported and warm: a new one gives its first result in about 2 ms.
+Like the data runtime it is turn-based: each command runs in one call of the `turn` export,
+and between turns no wasm stack is live. Its channel is the world's `host-call` import; its
+console, folder quota, sleeps and network go through the interposer and the guard.
+
+A component's memory cannot be moved into another instance (its libc holds handles of its
+own store), so a session's state crosses processes as the engine's pickled snapshot, and a
+renewed guest is simply a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import marshal
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+from wasmtime import component
+
+from ..._temp_folders import new_folder
+from .._wasmtime.compile_cache import load_module
+from .._wasmtime.watched import WatchedGuest, WatchedRuntime
+from ..base import GUEST_DIR, GuestSpec, GuestTrap
+from . import _host
+from ._build import COMPONENTIZE_PY, Built, find_or_build
+from ._guard import CONSOLE_BYTES, Guard
+from ._interpose import CONSOLE_IMPORT, GUARD_IMPORT
+
+__all__ = ["ComponentInstance", "ComponentRuntime"]
+
+log = logging.getLogger("tooliscode")
+
+WASM_STACK = 32 << 20
+"""Deep but legal recursion (json.loads of 100k brackets) must end as a RecursionError when
+CPython's own check says so, not as a wasm stack overflow first."""
+THREAD_STACK = 2 * WASM_STACK
+"""The guest's thread runs the wasm frames and the host's own below them."""
+_FLAGS = f"component,epoch_interruption,max_wasm_stack={WASM_STACK}"
+STDLIB = "/python"
+"""Where the guest's standard library is (componentize-py's PYTHONHOME)."""
+ZONEINFO = Path("/usr/share/zoneinfo")
+"""The host's time zone database, lent read-only where zoneinfo looks for it."""
+_PRECOMPILE = f'''
+import compileall, py_compile
+compileall.compile_dir({STDLIB!r}, quiet=2, workers=1,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+open({GUEST_DIR + "/done"!r}, "w").close()
+'''
+"""Run once per built component by a guest of ours (its `.pyc` are then shared by all)."""
+
+
+def _engine() -> wasmtime.Engine:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    # Without an async stack at least as big as max_wasm_stack, Engine() aborts the process.
+    wasmtime._ffi.wasmtime_config_async_stack_size_set(config.ptr(), WASM_STACK)
+    config.max_wasm_stack = WASM_STACK
+    return wasmtime.Engine(config)
+
+
+class ComponentInstance(WatchedGuest):
+    """One guest: an instance of the component in its own store."""
+
+    _rt: ComponentRuntime
+
+    def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
+                 stdlib_writable: bool = False):
+        super().__init__(runtime, spec, runtime.engine, runtime.ticker)
+        self.guard = Guard(self)
+        self.pending: bytes | None = None
+        """A big answer the guest was told the size of, until it asks for it."""
+        self._boot = spec.boot_source
+        wasi = wasmtime.WasiConfig()
+        wasi.argv = ["python"]
+        wasi.env = list(spec.extra_env.items())  # nothing of the host's
+        wasi.preopen_dir(str(spec.workdir), GUEST_DIR)
+        wasi.preopen_dir(str(runtime.built.stdlib), STDLIB, fs_mutable=stdlib_writable)
+        if ZONEINFO.is_dir():
+            wasi.preopen_dir(str(ZONEINFO), str(ZONEINFO), fs_mutable=False)
+        self._store.set_wasi(wasi)
+        self._instance = runtime.linker.instantiate(self._store, runtime.component)
+        func = self._instance.get_func(self._store, "turn")
+        if func is None:
+            raise RuntimeError("the sandbox component exports no turn function")
+        self._turn = _host.Turn(self._store, func)
+
+    def run(self) -> None:
+        """Boot: the boot code's turn (it asks the host for its setup and returns)."""
+        self.turn(self._boot)
+
+    def turn(self, source: str) -> None:
+        status = self._call(self._turn, source, exit_ok=False)
+        if status != 0:
+            raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
+                            "traceback went to stderr)")
+
+    def arm(self, seconds: float | None) -> None:
+        super().arm(seconds)
+        self.guard.console_left = CONSOLE_BYTES
+
+    def write_console(self, fd: int, data: bytes) -> None:
+        if self.output is not None:
+            self.output("stdout" if fd == 1 else "stderr", data)
+
+    def _release(self) -> None:
+        self._instance = self._turn = None  # type: ignore[assignment]
+
+
+class ComponentRuntime(WatchedRuntime):
+    """The sandbox component under wasmtime. One per process (see `runtime_named`)."""
+
+    name = "component"
+    python_note = "Python 3.14 (standard library only)"
+    thread_stack = THREAD_STACK
+    turn_based = True
+    baked_guest = True
+    pool_size = 0
+    _handles = ("linker", "component", "engine")
+
+    def __init__(self, *, tick_s: float = 0.005):
+        self.engine = _engine()
+        self._start_watching(tick_s)
+        self._ready = threading.Lock()
+        self.built: Built
+        self.component: component.Component
+        self.linker: component.Linker
+        self._loaded: str | None = None
+        self._boot_seen: bytes | None = None
+        self._callbacks: list[Any] = []
+        self._stdlib_done = threading.Event()
+
+    fingerprint = f"cpython-3.14:componentize-py-{COMPONENTIZE_PY}"
+    """Its snapshots are pickled Python objects: what matters is which Python made them."""
+
+    @property
+    def transport_source(self) -> str:
+        return ""  # `exchange` is the app module's, in the namespace turns run in
+
+    def _load(self, boot_reply: bytes) -> None:
+        """Find (or build) and compile the component for the guest code the engine's boot
+        answer carries (its guest package and warm-up session)."""
+        boot = marshal.loads(boot_reply)
+        warm = boot.get("warm") or {}
+        with self._ready:
+            if self._boot_seen == boot_reply:
+                return
+            built = find_or_build([tuple(m) for m in boot.get("modules") or ()],
+                                  {k: warm.get(k) for k in ("commands", "answer", "expected")},
+                                  wasmtime.wat2wasm)
+            self._boot_seen = boot_reply
+            if self._loaded == built.wasm.sha256:
+                return
+            if self._loaded is not None:
+                raise RuntimeError("one runtime serves one guest package; this one was asked "
+                                   "for another")
+            self.built = built
+            self.component = load_module(self.engine, built.wasm, _FLAGS, prefix="component",
+                                         kind=component.Component,
+                                         expected="about 5 s of CPU",
+                                         what="the sandbox component")
+            self.linker = component.Linker(self.engine)
+            self.linker.add_wasip2()
+            self._callbacks = [
+                _host.call_callback(_answer), _host.guard_callback(_verdict),
+                _host.console_callback(_console)]
+            with self.linker.root() as root:
+                for name, callback in zip(("host-call", GUARD_IMPORT, CONSOLE_IMPORT),
+                                          self._callbacks):
+                    _host.define(root, name, callback)
+            self._loaded = built.wasm.sha256
+        if not (built.stdlib / ".compiled").exists():
+            threading.Thread(target=self._precompile_stdlib, name="tooliscode-stdlib",
+                             daemon=True).start()
+        else:
+            self._stdlib_done.set()
+
+    def _make(self, spec: GuestSpec) -> ComponentInstance:
+        if spec.boot_reply is not None and spec.boot_reply is not self._boot_seen:
+            self._load(spec.boot_reply)
+        if self._loaded is None:
+            raise RuntimeError("the component runtime's first guest must come with the "
+                               "engine's boot answer (GuestSpec.boot_reply)")
+        return ComponentInstance(self, spec)
+
+    def _precompile_stdlib(self) -> None:
+        """Compile the standard library's `.pyc` in a guest of ours, once per built component;
+        until then guests compile what they import themselves (the folder is read-only to
+        them)."""
+        folder = new_folder("stdlib")
+        try:
+            with self.making():
+                instance = ComponentInstance(self, GuestSpec(folder, 512 << 20, _PRECOMPILE),
+                                             stdlib_writable=True)
+                self._live.add(instance)
+            try:
+                instance.arm(600.0)
+                instance.run()
+            finally:
+                instance.close()
+            if (folder / "done").exists():
+                (self.built.stdlib / ".compiled").touch()
+        except (GuestTrap, OSError, RuntimeError, wasmtime.WasmtimeError) as exc:
+            log.warning("tooliscode: could not compile the guest's standard library: %s", exc)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            self._stdlib_done.set()
+
+    def warm_up(self) -> bool:
+        return self._stdlib_done.wait(600.0)
+
+
+def _current() -> ComponentInstance | None:
+    from .._wasmtime.host_functions import current
+
+    inst = current()
+    return inst if isinstance(inst, ComponentInstance) else None
+
+
+_MORE = b'{"op":"more"}'
+BIG_ANSWER = 1 << 20
+"""An answer longer than this is announced first, and sent when the guest asks for it (see
+the app module's `exchange`): the guest checks it has room before it is copied in."""
+
+
+def _answer(request: bytes) -> bytes:
+    inst = _current()
+    if inst is None or inst.handler is None:
+        return marshal.dumps({"ok": False, "kind": "protocol", "error": "no host is listening"})
+    pending, inst.pending = inst.pending, None
+    if request == _MORE:
+        return pending or marshal.dumps({"ok": False, "kind": "protocol",
+                                         "error": "no answer is waiting"})
+    reply = inst.handler(request)
+    if len(reply) <= BIG_ANSWER:
+        return reply
+    inst.pending = reply
+    return b"\0" + str(len(reply) if reply.isascii() else len(reply.decode("latin-1")
+                                                                .encode("utf-8"))).encode()
+
+
+def _verdict(op: int, handle: int, value: int) -> int:
+    inst = _current()
+    return inst.guard(op, handle, value) if inst is not None else -1
+
+
+def _console(fd: int, data: bytes) -> None:
+    inst = _current()
+    if inst is not None:
+        inst.write_console(fd, data)
