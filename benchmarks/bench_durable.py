@@ -63,7 +63,7 @@ def _held(s: Session) -> str:
     written since the start image (what an exact snapshot carries)."""
     count, size = s.run(HELD).stdout.split()
     held = f"{int(count):,} dicts, {size} MB of objects"
-    if s.runtime.turn_based:
+    if s.runtime.exact:
         from tooliscode.runtime.data import _page_map as pagemap
 
         def written(guest) -> int:
