@@ -142,7 +142,8 @@ class Counting:
 with Session([ping], limits=Limits(timeout_s=30)) as s:
     s.run("1")
     ticker = s.runtime.ticker
-    ticker._engine = counting = Counting(ticker._engine)
+    (engine,) = ticker._engines
+    ticker._engines = [counting := Counting(engine)]
     r = s.run("import time\\nt = time.monotonic()\\nwhile time.monotonic() - t < 0.3:\\n"
               "    ping(n=1)\\n    time.sleep(0.002)\\nprint('done')")
     print(r.stdout.strip(), counting.ticks)

@@ -13,7 +13,7 @@ from ..guest import guest_sources
 from ..runtime import GUEST_DIR
 from . import _warmup as warmup
 
-__all__ = ["BOOT_SOURCE", "SERVE", "boot_answer", "boot_reply"]
+__all__ = ["BAKED_BOOT", "BOOT_SOURCE", "SERVE", "boot_answer", "boot_reply"]
 
 BOOT_SOURCE = '''
 import sys, marshal
@@ -53,6 +53,9 @@ import tooliscode_guest.main
 tooliscode_guest.main.main(exchange, _boot)
 '''
 SERVE = "tooliscode_guest.main.serve()"
+BAKED_BOOT = f"tooliscode_guest.main.attach(exchange, {GUEST_DIR!r})"
+"""The boot of a guest whose runtime has the guest package built in and prepared (see
+`Runtime.baked_guest`): it only needs its host and its folder."""
 """One turn of a turn-based guest (`tooliscode_guest` is bound by `BOOT_SOURCE`)."""
 _replies: dict[tuple[bytes | None, bool], bytes] = {}
 

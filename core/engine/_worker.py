@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..runtime import GuestSpec, GuestTrap, Runtime
-from ._boot import BOOT_SOURCE, SERVE, boot_answer, boot_reply
+from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
@@ -146,8 +146,8 @@ class Worker:
         self.booted: threading.Event = _Booted(self)
         """Set once the guest first waits for a command (or has died trying)."""
         self._then: list[Callable[[], None]] = []
-        spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes,
-                         boot_source=runtime.transport_source + BOOT_SOURCE,
+        boot = BAKED_BOOT if self._baked else runtime.transport_source + BOOT_SOURCE
+        spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes, boot_source=boot,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
                          boot_reply=boot_reply(self._code, True) if self._turns else None)
         self.instance = runtime.instantiate(spec)

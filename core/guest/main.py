@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["forget_session", "main", "start", "serve"]
+__all__ = ["attach", "forget_session", "main", "prepare", "start", "serve"]
 
 
 def final_answer(value: Any) -> None:
@@ -141,12 +141,16 @@ def main(exchange: Any, boot: dict[str, Any]) -> None:
 
 def start(exchange: Any, boot: dict[str, Any]) -> None:
     """Everything done once per interpreter, before the first command."""
+    prepare()
+    attach(exchange, boot.get("cwd"))
+
+
+def prepare() -> None:
+    """What needs no host: done at boot, or once in a runtime's build (its image carries
+    it: see the default runtime's app module)."""
     global _loop
-    channel.exchange = exchange
-    cwd = boot.get("cwd")
-    if cwd:
-        os.chdir(cwd)
-        sys.path.insert(0, cwd)
+    if _loop is not None:
+        return
     if "asyncio" in sys.modules:
         from . import aio
 
@@ -156,6 +160,14 @@ def start(exchange: Any, boot: dict[str, Any]) -> None:
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     Unavailable.install()
     _loop = _Loop(Guest())
+
+
+def attach(exchange: Any, cwd: str | None) -> None:
+    """Connect the prepared guest to its host and its folder."""
+    channel.exchange = exchange
+    if cwd:
+        os.chdir(cwd)
+        sys.path.insert(0, cwd)
 
 
 def serve() -> None:

@@ -6,6 +6,8 @@ import os
 import threading
 
 from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
+from ._wasmtime.tiers import ENV_COMPILER
+from ._wasmtime.tiers import eager as compile_eagerly
 from ._wasmtime.wasm_file import WasmFile
 from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, MemoryPlan, Runtime, SavedMemory
 from .default._locate import ENV_HOME, PACKAGED_SHA256, locate_python_wasm
@@ -15,6 +17,7 @@ __all__ = [
     "WasmFile", "PACKAGED_SHA256", "locate_python_wasm", "default_runtime",
     "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "ComponentRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
     "runtime_named", "resolve_runtime", "python_note", "ENV_CACHE", "cache_dir", "write_private",
+    "ENV_COMPILER", "compile_eagerly",
 ]
 
 RUNTIME_NAMES = ("default", "data")

@@ -12,14 +12,15 @@ import sys
 import threading
 import time
 
-from tooliscode.runtime import WasmtimeRuntime, locate_python_wasm
+from tooliscode.runtime import ENV_COMPILER, WasmtimeRuntime, locate_python_wasm
 from tooliscode.runtime._wasmtime.compile_cache import entry_path
 
 _LOAD = "from tooliscode.runtime import WasmtimeRuntime; WasmtimeRuntime(); print('LOADED')"
 
 
 def _start(cache, code: str = _LOAD) -> subprocess.Popen:
-    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache)}
+    # Cranelift's compile at once (the one the lock guards), not Winch's first
+    env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache), ENV_COMPILER: "cranelift"}
     return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

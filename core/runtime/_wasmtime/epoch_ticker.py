@@ -23,10 +23,11 @@ __all__ = ["EpochTicker"]
 
 
 class EpochTicker:
-    """Advances `engine`'s epoch when a watched guest is due (see the module's docstring)."""
+    """Advances the epoch of `engine` (and of any `add`ed later: a runtime's compiles each
+    have an engine of their own) when a watched guest is due (see the module's docstring)."""
 
     def __init__(self, engine: wasmtime.Engine, period: float = 0.005):
-        self._engine = engine
+        self._engines = [engine]
         self.period = period
         self._due: dict[Hashable, float] = {}
         self._until = math.inf
@@ -34,6 +35,11 @@ class EpochTicker:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+
+    def add(self, engine: wasmtime.Engine) -> None:
+        """Tick `engine` too (from now on)."""
+        with self._cond:
+            self._engines = [*self._engines, engine]
 
     @property
     def armed(self) -> int:
@@ -79,5 +85,6 @@ class EpochTicker:
                 self._until = -math.inf  # ticking: nothing to wake it for
                 if self._closed:
                     return
-            self._engine.increment_epoch()
+            for engine in self._engines:
+                engine.increment_epoch()
             time.sleep(self.period)  # a due guest that goes on is asked again a period later

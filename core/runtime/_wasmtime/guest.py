@@ -8,13 +8,16 @@ from __future__ import annotations
 import logging
 import struct
 from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any
 
 import wasmtime
 
 from ..base import GuestSpec
 from .capi import Memory, i32, i64
 from .host_functions import HostBody, host_function
-from .shadow import Passthrough, define_shadow
+from .shadow import Passthrough, define_shadow, passthrough_module
+from .tiers import Tier, Tiers
 from .wasm_file import WasmFile
 from .watched import WatchedGuest, WatchedRuntime
 
@@ -38,14 +41,15 @@ class WasmtimeInstance(WatchedGuest):
         """A descriptor was opened (`path_open`), closed or moved (see `_hostfuncs.tracked`)."""
 
     def __init__(self, runtime: WasmtimeRuntimeBase, spec: GuestSpec):
-        super().__init__(runtime, spec, runtime.engine, runtime.ticker)
+        tier = runtime.tiers.current
+        super().__init__(runtime, spec, tier)
         self._pending: bytes | None = None
         self._store.set_wasi(self._wasi_config(spec))
-        self._instance = runtime.linker.instantiate(self._store, runtime.module)
+        self._instance = tier.linker.instantiate(self._store, tier.code)
         memory = self._instance.exports(self._store)["memory"]
         self._memory_handle = memory  # keeps the struct _memory points into alive
         self._memory = _ctypes.addressof(memory._memory)
-        self._passthrough = Passthrough(runtime.engine, runtime.passthrough, self._store, memory,
+        self._passthrough = Passthrough(tier.engine, tier.passthrough, self._store, memory,
                                         runtime.forwarded)
 
     def _console(self, caller: int, args: int) -> int:
@@ -92,30 +96,48 @@ class WasmtimeInstance(WatchedGuest):
 
 
 class WasmtimeRuntimeBase(WatchedRuntime):
-    """A runtime made of one preview-1 module: its module and linker (set by the subclass)
-    with the shadowed imports."""
+    """A runtime made of one preview-1 module, some of its WASI imports shadowed: the
+    subclass sets `wasm` and calls `_compile`."""
 
     wasm: WasmFile
-    module: wasmtime.Module
-    linker: wasmtime.Linker
-    passthrough: wasmtime.Module
     forwarded: tuple[str, ...]
-    _handles = ("linker", "passthrough", "module", "engine")
+    """What the passthrough module hands on to WASI (the shadows' real functions)."""
 
     @property
     def fingerprint(self) -> str:  # type: ignore[override]
         """What saved state and guest-side caches (precompiled guest modules) are keyed by."""
         return f"{self.name}:{self.wasm.sha256}"
 
-    def _link(self, shadows: dict[str, HostBody], tick_s: float) -> None:
-        """Link WASI with `shadows` in place of the functions they name (where the module
-        imports them), and start the epoch ticker: once `engine` and `module` are set."""
-        self.linker = wasmtime.Linker(self.engine)
-        self.linker.define_wasi()
-        self.linker.allow_shadowing = True
-        self._callbacks = [define_shadow(self.linker, self.module, name, host_function(name, body))
-                           for name, body in shadows.items()]
-        self._start_watching(tick_s)
+    @property
+    def module(self) -> wasmtime.Module:
+        return self.tiers.current.code
+
+    def _compile(self, flags: str, configure: Callable[[wasmtime.Config], None], tick_s: float,
+                 expected: dict[str, str], *, prefix: str = "python",
+                 shadows: Callable[[wasmtime.Module], dict[str, HostBody]],
+                 forwarded: Callable[[wasmtime.Module], tuple[str, ...]],
+                 extra: Callable[[wasmtime.Linker], Any] | None = None,
+                 transform: Callable[[bytes], bytes | None] | None = None) -> None:
+        """Compile the module (see `tiers.py`) and link each compile: WASI with `shadows` in
+        place of the functions they name, and what `extra` defines."""
+
+        def link(tier: Tier) -> None:
+            module = tier.code
+            self.forwarded = forwarded(module)
+            linker = wasmtime.Linker(tier.engine)
+            linker.define_wasi()
+            linker.allow_shadowing = True
+            keep = [define_shadow(linker, module, name, host_function(name, body))
+                    for name, body in shadows(module).items()]
+            if extra is not None:
+                keep.append(extra(linker))
+            tier.linker, tier.callbacks = linker, keep
+            tier.passthrough = passthrough_module(tier.engine, module, self.forwarded)
+
+        self._start_watching()
+        self.tiers = Tiers(self.wasm, flags, configure=configure, link=link,
+                           ticker_period=tick_s, prefix=prefix, kind=wasmtime.Module,
+                           what="the Python runtime", expected=expected, transform=transform)
 
     @abstractmethod
     def _make(self, spec: GuestSpec) -> WasmtimeInstance:

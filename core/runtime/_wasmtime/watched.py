@@ -20,6 +20,7 @@ from ..base import GuestSpec, GuestTrap, Instance, Runtime, TrapReason
 from .epoch_ticker import EpochTicker
 from .folder_quota import DiskQuota
 from .host_functions import DEADLINE_CB, NO_FINALIZER, tls
+from .tiers import Tier, Tiers
 
 __all__ = ["WatchedGuest", "WatchedRuntime", "describe_trap"]
 
@@ -29,12 +30,13 @@ log = logging.getLogger("tooliscode")
 class WatchedGuest(Instance):
     """One guest in its own wasmtime store: its limits, its deadline, its folder quota."""
 
-    def __init__(self, runtime: WatchedRuntime, spec: GuestSpec, engine: wasmtime.Engine,
-                 ticker: EpochTicker):
+    def __init__(self, runtime: WatchedRuntime, spec: GuestSpec, tier: Tier):
         self.handler = None
         self.output = None
         self._rt = runtime
-        self._ticker = ticker
+        self.tier = tier
+        """The compile this guest runs (see `tiers.py`)."""
+        self._ticker = runtime.ticker
         self._deadline: float | None = None
         self._armed = False
         self._parked = False
@@ -45,7 +47,7 @@ class WatchedGuest(Instance):
         """Set by `stop`: a guest waiting in the host (a sleep) wakes up for it."""
         self._changed = False
         self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
-        self._store = wasmtime.Store(engine)
+        self._store = wasmtime.Store(tier.engine)
         self._store.set_limits(memory_size=spec.memory_bytes)
         self._store.set_epoch_deadline(1)
         wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), DEADLINE_CB,
@@ -190,21 +192,30 @@ def describe_trap(reason: TrapReason, exc: Exception) -> str:
 
 
 class WatchedRuntime(Runtime):
-    """What every runtime under wasmtime shares: its engine, the epoch ticker, the live
-    guests, and closing safely at exit. `_handles` names what `close` frees, in order."""
+    """What every runtime under wasmtime shares: its compiles (`tiers`), the epoch ticker,
+    the live guests, and closing safely at exit."""
 
-    engine: wasmtime.Engine
-    ticker: EpochTicker
-    _handles: tuple[str, ...] = ("engine",)
+    tiers: Tiers
     _gate = threading.Lock()
     """Guards `_making` and `_closed` (of every runtime: it is held for a moment)."""
     _making = 0
     """Instances being made now: `close` frees nothing under them."""
     _closed = False
 
-    def _start_watching(self, tick_s: float) -> None:
-        self.ticker = EpochTicker(self.engine, tick_s)
+    def _start_watching(self) -> None:
         self._live: weakref.WeakSet[WatchedGuest] = weakref.WeakSet()
+
+    @property
+    def ticker(self) -> EpochTicker:
+        return self.tiers.ticker
+
+    @property
+    def engine(self) -> wasmtime.Engine:
+        """The engine new guests run on."""
+        return self.tiers.current.engine
+
+    def warm_up(self) -> bool:
+        return self.tiers.wait()
 
     def instantiate(self, spec: GuestSpec) -> WatchedGuest:
         with self.making():
@@ -239,13 +250,6 @@ class WatchedRuntime(Runtime):
             if self._making or any(inst._store is not None for inst in self._live):
                 return
             self._closed = True
-        self._close_tickers()
-        for name in self._handles:
-            handle = self.__dict__.pop(name, None)
-            if handle is not None:
-                handle.close()
-
-    def _close_tickers(self) -> None:
-        ticker = self.__dict__.get("ticker")
-        if ticker is not None:
-            ticker.close()
+        tiers = self.__dict__.pop("tiers", None)
+        if tiers is not None:
+            tiers.close()

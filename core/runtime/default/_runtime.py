@@ -15,10 +15,9 @@ from pathlib import Path
 import wasmtime
 
 from .._wasmtime.capi import Memory, set_i32
-from .._wasmtime.compile_cache import load_module
 from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
 from .._wasmtime.host_functions import guarded, sleep
-from .._wasmtime.shadow import FORWARDED, GUARDED, passthrough_module
+from .._wasmtime.shadow import FORWARDED, GUARDED
 from .._wasmtime.wasm_file import WasmFile
 from ..base import GUEST_DIR, GuestSpec, TrapReason
 from ._locate import locate_python_wasm
@@ -136,6 +135,11 @@ class DefaultInstance(WasmtimeInstance):
         return 0
 
 
+def _configure(config: wasmtime.Config) -> None:
+    config.epoch_interruption = True
+    config.max_wasm_stack = WASM_STACK
+
+
 class WasmtimeRuntime(WasmtimeRuntimeBase):
     """The default runtime: CPython 3.12 on WASI under wasmtime. Create one per process (see
     `runtime_named`)."""
@@ -148,16 +152,11 @@ class WasmtimeRuntime(WasmtimeRuntimeBase):
     def __init__(self, wasm: str | Path | WasmFile | None = None, *,
                  expected_sha256: str | None = None, tick_s: float = 0.005):
         self.wasm = wasm if isinstance(wasm, WasmFile) else locate_python_wasm(wasm, expected_sha256)
-        config = wasmtime.Config()
-        config.epoch_interruption = True
-        config.max_wasm_stack = WASM_STACK
-        self.engine = wasmtime.Engine(config)
-        self.module = load_module(self.engine, self.wasm, flags=self.engine_flags,
-                                  transform=export_stack_pointer)
-        self.forwarded = FORWARDED
-        self.passthrough = passthrough_module(self.engine, self.module, FORWARDED)
-        self._link({"sock_recv": _channel, "poll_oneoff": sleep,
-                    **{name: guarded(name) for name in GUARDED}}, tick_s)
+        self._compile(self.engine_flags, _configure, tick_s,
+                      {"cranelift": "a few seconds", "winch": "about a second"},
+                      shadows=lambda _module: {"sock_recv": _channel, "poll_oneoff": sleep,
+                                               **{name: guarded(name) for name in GUARDED}},
+                      forwarded=lambda _module: FORWARDED, transform=export_stack_pointer)
 
     @property
     def transport_source(self) -> str:

@@ -1,0 +1,149 @@
+"""Two compiles of a runtime's wasm: Winch's first, ready in seconds; Cranelift's later.
+
+A first use on a fresh machine would otherwise wait for Cranelift: some 5 s of CPU for the
+default runtime's component, about 90 s for the data runtime's module. Winch, wasmtime's
+baseline compiler, compiles it four to six times faster into code that runs some 1.5x
+slower. So where Cranelift's compile is not in the cache yet, guests start on Winch's, and
+Cranelift's is made in the background, on one core at the lowest priority; new guests take
+it once it is ready, while guests already running finish on Winch's. Each compile needs an
+engine of its own (an engine refuses the other compiler's code); the runtime's one epoch
+ticker ticks both. Both are cached, keyed by the compiler.
+
+`eager()` (what `tooliscode warmup` asks for) skips Winch and compiles Cranelift's at once,
+on every core: for container builds and CI, where the wait is paid ahead of time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import wasmtime
+
+from .compile_cache import entry_path, load_module
+from .epoch_ticker import EpochTicker
+from .wasm_file import WasmFile
+
+__all__ = ["Tier", "Tiers", "WINCH", "CRANELIFT", "eager", "ENV_COMPILER"]
+
+log = logging.getLogger("tooliscode")
+
+WINCH, CRANELIFT = "winch", "cranelift"
+_STRATEGY = {CRANELIFT: 1, WINCH: 2}
+"""`wasmtime_config_strategy_set`'s values (wasmtime-py names only Cranelift's)."""
+ENV_COMPILER = "TOOLISCODE_COMPILER"
+"""`cranelift`: no Winch first (compile Cranelift's in the foreground when not cached)."""
+_eager = False
+
+
+def eager() -> None:
+    """From now on in this process: no Winch; a missing Cranelift compile is made at once."""
+    global _eager
+    _eager = True
+
+
+@dataclass(eq=False)
+class Tier:
+    """One compile and what runs it: its engine, its code (a module or a component), and
+    what the runtime links it with (`link` sets `linker`, and `passthrough` where used)."""
+
+    compiler: str
+    engine: wasmtime.Engine
+    code: Any
+    linker: Any = None
+    passthrough: Any = None
+    callbacks: list[Any] = field(default_factory=list)
+    """The C callbacks its linker calls (kept alive with it)."""
+
+    def close(self) -> None:
+        for handle in (self.linker, self.passthrough, self.code, self.engine):
+            if handle is not None:
+                handle.close()
+        self.linker = self.passthrough = self.code = None
+
+
+class Tiers:
+    """The compiles of one runtime's wasm file; `current` is the one new guests take."""
+
+    def __init__(self, wasm: WasmFile, flags: str, *, configure: Callable[[wasmtime.Config], None],
+                 link: Callable[[Tier], None], ticker_period: float, prefix: str, kind: Any,
+                 what: str, expected: dict[str, str],
+                 transform: Callable[[bytes], bytes | None] | None = None):
+        self._wasm, self._flags, self._configure, self._link = wasm, flags, configure, link
+        self._load_args = {"prefix": prefix, "kind": kind, "what": what, "transform": transform}
+        self._expected = expected
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self.all: list[Tier] = []
+        cranelift = self._engine(CRANELIFT)
+        cached = entry_path(wasm, self._key(CRANELIFT), prefix)
+        if _eager or os.environ.get(ENV_COMPILER) == CRANELIFT \
+                or (cached is not None and cached.is_file()) or cached is None:
+            self.current = self._load(CRANELIFT, cranelift)
+            self.ticker = EpochTicker(cranelift, ticker_period)
+            self._ready.set()
+            return
+        self.current = self._load(WINCH, self._engine(WINCH))
+        self.ticker = EpochTicker(self.current.engine, ticker_period)
+        log.warning("tooliscode: guests run on Winch's compile until Cranelift's is ready; "
+                    "it is being made in the background (%s)", self._expected[CRANELIFT])
+        threading.Thread(target=self._background, args=(cranelift,), daemon=True,
+                         name="tooliscode-cranelift").start()
+
+    def _key(self, compiler: str) -> str:
+        return self._flags if compiler == CRANELIFT else f"{self._flags},winch"
+
+    def _engine(self, compiler: str, parallel: bool = True) -> wasmtime.Engine:
+        config = wasmtime.Config()
+        self._configure(config)
+        wasmtime._ffi.wasmtime_config_strategy_set(config.ptr(), _STRATEGY[compiler])
+        config.parallel_compilation = parallel
+        return wasmtime.Engine(config)
+
+    def _load(self, compiler: str, engine: wasmtime.Engine) -> Tier:
+        code = load_module(engine, self._wasm, self._key(compiler), **self._load_args,
+                           expected=f"{self._expected[compiler]} with {compiler.title()}")
+        tier = Tier(compiler, engine, code)
+        self._link(tier)
+        with self._lock:
+            self.all.append(tier)
+        return tier
+
+    def _background(self, engine: wasmtime.Engine) -> None:
+        """Compile Cranelift's on this thread alone, at the lowest priority, then take it."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):  # not Linux: the compile still runs, just not nice
+            pass
+        try:
+            compiler = self._engine(CRANELIFT, parallel=False)
+            try:
+                load_module(compiler, self._wasm, self._key(CRANELIFT), log.info,
+                            **self._load_args, expected=self._expected[CRANELIFT])
+            finally:
+                compiler.close()
+            tier = self._load(CRANELIFT, engine)
+            self.ticker.add(engine)
+            self.current = tier
+            log.warning("tooliscode: Cranelift's compile is ready: new guests run on it")
+        except Exception:  # noqa: BLE001 - guests go on on Winch's
+            log.exception("tooliscode: the background compile with Cranelift failed")
+        finally:
+            self._ready.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until Cranelift's compile serves new guests; True when it does."""
+        self._ready.wait(timeout)
+        return self.current.compiler == CRANELIFT
+
+    def close(self) -> None:
+        """Free every compile (no guest may live: see `WatchedRuntime.close`)."""
+        self.ticker.close()
+        with self._lock:
+            tiers, self.all = self.all, []
+        for tier in tiers:
+            tier.close()
