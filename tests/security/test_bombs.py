@@ -98,6 +98,23 @@ def test_creating_too_many_files_stops_at_the_quota(victim):
     assert_survived(victim)
 
 
+def test_holding_too_many_files_open_stops_at_the_limit(victim):
+    """Each file a guest holds open is a descriptor of the host process, which every session
+    shares: a guest is refused past its own limit, and the host keeps its descriptors."""
+    import os
+
+    from tooliscode.runtime._wasmtime.watched import OPEN_FILES
+
+    before = len(os.listdir("/proc/self/fd"))
+    victim.write_file("one.txt", "x")
+    r = victim.run("held = []\nwhile True:\n    held.append(open('one.txt', 'rb', buffering=0))")
+    assert_actionable(r, "files open")
+    assert len(os.listdir("/proc/self/fd")) <= before + OPEN_FILES + 16
+    r = victim.run("n = len(held)\nfor f in held:\n    f.close()\nheld = [open('one.txt')]\nn")
+    assert r.ok and OPEN_FILES - 16 <= int(r.value) <= OPEN_FILES, r.error  # room again
+    assert_survived(victim)
+
+
 def test_exit_of_the_interpreter_itself_is_recovered(victim):
     r = victim.run("import os\nos._exit(3)")
     assert not r.ok and r.restarted

@@ -36,6 +36,8 @@ class WasmtimeInstance(WatchedGuest):
 
     fds: set[int] | None = None
     """The descriptors the guest opened and has not closed, where they are kept count of."""
+    counts_opens = False
+    """Whether `opened` is kept (it needs fd_close shadowed): opens are then limited."""
 
     def track(self, name: str, fd: int, other: int = 0) -> None:
         """A descriptor was opened (`path_open`), closed or moved (see `_hostfuncs.tracked`)."""

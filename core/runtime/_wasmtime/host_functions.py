@@ -24,7 +24,7 @@ __all__ = ["DEADLINE_CB", "NO_FINALIZER", "HostBody", "current", "guarded", "hos
 
 log = logging.getLogger("tooliscode")
 
-EBADF, EDQUOT, EIO = 8, 19, 29
+EBADF, EDQUOT, EIO, EMFILE = 8, 19, 29, 33
 _U32 = struct.Struct("<I")
 tls = threading.local()
 """`tls.instance`: the guest the current thread is running."""
@@ -70,12 +70,17 @@ def guarded(name: str) -> HostBody:
         if not inst._allowed(name, caller, args):
             set_i32(args, EDQUOT)
             return 0
-        if name != "path_open" or inst.fds is None:
+        if name != "path_open" or not inst.counts_opens:
             return inst._passthrough.call(name, caller, args, nargs)
+        if not inst.may_open():
+            set_i32(args, EMFILE)
+            return 0
         out = i32(args, 8)  # where the new descriptor goes: the results overwrite the args
         trap = inst._passthrough.call(name, caller, args, nargs)
         if not trap and i32(args, 0) == 0:
-            inst.track(name, _U32.unpack(Memory(caller, inst._memory).read(out, 4))[0])
+            fd = _U32.unpack(Memory(caller, inst._memory).read(out, 4))[0]
+            inst.opened.add(fd)
+            inst.track(name, fd)
         return trap
 
     return body
@@ -83,12 +88,17 @@ def guarded(name: str) -> HostBody:
 
 def tracked(name: str) -> HostBody:
     """fd_close or fd_renumber, forwarded, for a guest that keeps count of the descriptors
-    it opened (`fds`): a guest is given to another run only once they are all closed."""
+    it opened (`opened`, and `fds` for renewal: a guest is given to another run only once
+    they are all closed)."""
 
     def body(inst: Any, caller: int, args: int, nargs: int) -> int:
         first, second = i32(args, 0), i32(args, 1)
         trap = inst._passthrough.call(name, caller, args, nargs)
         if not trap and i32(args, 0) == 0:
+            if first in inst.opened:
+                inst.opened.discard(first)
+                if name == "fd_renumber":
+                    inst.opened.add(second)
             inst.track(name, first, second)
         return trap
 

@@ -36,7 +36,9 @@ WINCH, CRANELIFT = "winch", "cranelift"
 _STRATEGY = {CRANELIFT: 1, WINCH: 2}
 """`wasmtime_config_strategy_set`'s values (wasmtime-py names only Cranelift's)."""
 ENV_COMPILER = "TOOLISCODE_COMPILER"
-"""`cranelift`: no Winch first (compile Cranelift's in the foreground when not cached)."""
+"""`cranelift`: no Winch first (Cranelift's compiled in the foreground when not cached);
+`winch`: Winch's alone, nothing made in the background (a wheel's build, which only needs
+a guest to run once)."""
 _eager = False
 
 
@@ -79,10 +81,16 @@ class Tiers:
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self.all: list[Tier] = []
+        chosen = os.environ.get(ENV_COMPILER)
+        self._final = WINCH if chosen == WINCH else CRANELIFT
+        if chosen == WINCH:
+            self.current = self._load(WINCH, self._engine(WINCH))
+            self.ticker = EpochTicker(self.current.engine, ticker_period)
+            self._ready.set()
+            return
         cranelift = self._engine(CRANELIFT)
         cached = entry_path(wasm, self._key(CRANELIFT), prefix)
-        if _eager or os.environ.get(ENV_COMPILER) == CRANELIFT \
-                or (cached is not None and cached.is_file()) or cached is None:
+        if _eager or chosen == CRANELIFT or cached is None or cached.is_file():
             self.current = self._load(CRANELIFT, cranelift)
             self.ticker = EpochTicker(cranelift, ticker_period)
             self._ready.set()
@@ -136,9 +144,10 @@ class Tiers:
             self._ready.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Until Cranelift's compile serves new guests; True when it does."""
+        """Until the final compile (Cranelift's, unless Winch's alone was asked for) serves
+        new guests; True when it does."""
         self._ready.wait(timeout)
-        return self.current.compiler == CRANELIFT
+        return self.current.compiler == self._final
 
     def close(self) -> None:
         """Free every compile (no guest may live: see `WatchedRuntime.close`)."""

@@ -22,9 +22,13 @@ from .folder_quota import DiskQuota
 from .host_functions import DEADLINE_CB, NO_FINALIZER, tls
 from .tiers import Tier, Tiers
 
-__all__ = ["WatchedGuest", "WatchedRuntime", "describe_trap"]
+__all__ = ["WatchedGuest", "WatchedRuntime", "describe_trap", "OPEN_FILES"]
 
 log = logging.getLogger("tooliscode")
+
+OPEN_FILES = 1024
+"""The most files and folders one guest may hold open: each is a descriptor of the host
+process, which all its sessions share (Linux's usual per-process default)."""
 
 
 class WatchedGuest(Instance):
@@ -47,6 +51,9 @@ class WatchedGuest(Instance):
         """Set by `stop`: a guest waiting in the host (a sleep) wakes up for it."""
         self._changed = False
         self._quota = DiskQuota(spec.workdir, spec.disk_bytes, spec.disk_entries)
+        self.opened: set[int] = set()
+        """The guest's open files and folders (the runtime's handles for them)."""
+        self._too_many_open = False
         self._store = wasmtime.Store(tier.engine)
         self._store.set_limits(memory_size=spec.memory_bytes)
         self._store.set_epoch_deadline(1)
@@ -122,15 +129,29 @@ class WatchedGuest(Instance):
         self._store.set_limits(memory_size=memory_bytes)
         self._quota.max_bytes, self._quota.max_entries = disk_bytes, disk_entries
 
+    def may_open(self) -> bool:
+        """May the guest open one more file or folder? (False is noted for the model.)"""
+        if len(self.opened) < OPEN_FILES:
+            return True
+        self._too_many_open = True
+        return False
+
     def take_notices(self) -> list[str]:
-        if not self._quota.hit:
-            return []
-        self._quota.hit = False
-        q = self._quota
-        limits = [f"{q.max_bytes:,} bytes" if q.max_bytes is not None else "",
-                  f"{q.max_entries:,} entries" if q.max_entries is not None else ""]
-        return [f"The session folder is full (its quota is {' and '.join(x for x in limits if x)}): "
-                "writes were refused with 'Disk quota exceeded'. Delete files to make room."]
+        notices = []
+        if self._too_many_open:
+            self._too_many_open = False
+            notices.append(f"The code held {OPEN_FILES:,} files open at once, the most a session "
+                           "may: further opens were refused. Close files when done with them "
+                           "(`with open(...) as f:`).")
+        if self._quota.hit:
+            self._quota.hit = False
+            q = self._quota
+            limits = [f"{q.max_bytes:,} bytes" if q.max_bytes is not None else "",
+                      f"{q.max_entries:,} entries" if q.max_entries is not None else ""]
+            notices.append(f"The session folder is full (its quota is "
+                           f"{' and '.join(x for x in limits if x)}): writes were refused with "
+                           "'Disk quota exceeded'. Delete files to make room.")
+        return notices
 
     def _poll_stop(self) -> TrapReason | None:
         reason = self._should_stop()

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ._host import Stop
-from ._interpose import Op
+from ._interpose import QUOTA, TOO_MANY, Op
 
 if TYPE_CHECKING:
     from ._runtime import ComponentInstance
@@ -25,7 +25,7 @@ CONSOLE_BYTES = 256 * 1024
 the guest, without crossing."""
 _CREATE, _TRUNCATE = 1, 8
 """open-flags bits."""
-_REFUSE, _GO_ON = -1, 0
+_REFUSE, _GO_ON = -QUOTA, 0
 
 
 class Guard:
@@ -73,10 +73,16 @@ class Guard:
         elif op in (Op.WRITE_AT, Op.SET_SIZE):
             return self._allow(nbytes=value)
         elif op == Op.OPEN:
+            if not inst.may_open():
+                return -TOO_MANY
             if handle & (_CREATE | _TRUNCATE):
                 inst.note_change()
             if handle & _CREATE:
                 return _GO_ON if inst._quota.allow(entries=1) else _REFUSE
+        elif op == Op.OPENED:
+            inst.opened.add(handle)
+        elif op == Op.DROP_DESCRIPTOR:
+            inst.opened.discard(handle)
         elif op == Op.ENTRY:
             return self._allow(entries=1)
         elif op == Op.CHANGE:

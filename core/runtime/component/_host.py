@@ -120,7 +120,7 @@ def guard_callback(verdict: Callable[[int, int, int], int]) -> Any:
             return _error(f"tooliscode: guest stopped ({stop})")
         except BaseException:  # noqa: BLE001 - would kill the guest
             log.exception("tooliscode: the guard failed")
-            answer = -1  # fail closed: the operation is refused
+            answer = -13  # fail closed: the operation is refused (error-code `io`)
         ctypes.c_uint8.from_address(results).value = _S64
         _I64.from_address(results + 8).value = answer
         return 0

@@ -52,10 +52,8 @@ from ._binary import (
     sections,
 )
 
-__all__ = ["Op", "interpose", "GUARD_IMPORT", "CONSOLE_IMPORT", "VERSION"]
+__all__ = ["Op", "interpose", "GUARD_IMPORT", "CONSOLE_IMPORT", "QUOTA", "TOO_MANY"]
 
-VERSION = "1"
-"""Part of a built component's cache key: a change to the wrappers rebuilds it."""
 GUARD_IMPORT, CONSOLE_IMPORT = "guard", "console"
 _GUARD = CoreFuncType(("i32", "i32", "i64"), ("i64",))
 _CONSOLE = CoreFuncType(("i32", "i32", "i32"), ())
@@ -66,8 +64,11 @@ _POLL = "wasi:io/poll@0.2.0"
 _STDOUT, _STDERR = "wasi:cli/stdout@0.2.0", "wasi:cli/stderr@0.2.0"
 _SOCKETS = ("wasi:sockets/tcp-create-socket@0.2.0", "wasi:sockets/udp-create-socket@0.2.0",
             "wasi:sockets/ip-name-lookup@0.2.0")
-_QUOTA, _NOT_SUPPORTED, _CLOSED = 6, 2, 1
-"""filesystem error-code `quota`, sockets error-code `not-supported`, stream-error `closed`."""
+QUOTA, TOO_MANY = 6, 22
+"""filesystem error-codes: `quota` (EDQUOT) and, for an open past the limit of open files,
+`insufficient-memory` (ENOMEM: the error-codes have no EMFILE)."""
+_NOT_SUPPORTED, _CLOSED = 2, 1
+"""sockets error-code `not-supported`, stream-error `closed`."""
 
 
 class Op(IntEnum):
@@ -91,6 +92,9 @@ class Op(IntEnum):
     POLL_WAIT = 13
     CONSOLE = 14
     """`handle` is the console stream of fd `value`."""
+    OPENED = 15
+    """A file or folder opened as descriptor `handle`."""
+    DROP_DESCRIPTOR = 16
 
 
 def _get(n: int) -> str:
@@ -105,17 +109,22 @@ def _tell(op: Op, handle: str, value: str = "(i64.const 0)") -> str:
     return f"(drop {_ask(op, handle, value)})"
 
 
-def _error(ret: int, payload_at: int, code: int) -> str:
-    """Write `result::err(code)` where libc expects the result, and return."""
+def _error(ret: int, payload_at: int, code: int | str) -> str:
+    """Write `result::err(code)` where libc expects the result, and return (`code`: a
+    constant, or an expression for an i32)."""
+    value = f"(i32.const {code})" if isinstance(code, int) else code
     return (f"(i32.store8 (local.get {ret}) (i32.const 1)) "
-            f"(i32.store8 offset={payload_at} (local.get {ret}) (i32.const {code})) (return)")
+            f"(i32.store8 offset={payload_at} (local.get {ret}) {value}) (return)")
 
 
-def _guarded(op: Op, handle: str, value: str, nargs: int, payload_at: int, code: int) -> str:
-    """Ask first; refused, the real function is not called and the error is the result."""
-    ret = nargs - 1
-    return (f"(if (i64.lt_s {_ask(op, handle, value)} (i64.const 0)) "
-            f"(then {_error(ret, payload_at, code)})) (call $real {_get(nargs)})")
+def _guarded(op: Op, handle: str, value: str, nargs: int, payload_at: int) -> str:
+    """Ask first; refused (the guard's answer is minus an error-code), the real function is
+    not called and that error is the result. Its last local is an i64 of its own."""
+    ret, verdict = nargs - 1, f"(local.get {nargs})"
+    return (f"(local.set {nargs} {_ask(op, handle, value)}) "
+            f"(if (i64.lt_s {verdict} (i64.const 0)) (then "
+            f"{_error(ret, payload_at, f'(i32.wrap_i64 (i64.sub (i64.const 0) {verdict}))')})) "
+            f"(call $real {_get(nargs)})")
 
 
 def _u64(k: int) -> str:
@@ -164,17 +173,21 @@ _WRAPPERS: dict[tuple[str, str], tuple[str, str]] = {
     (_FS, "[method]descriptor.write-via-stream"): ("", _opened_stream(3)),
     (_FS, "[method]descriptor.append-via-stream"): ("", _opened_stream(2)),
     (_FS, "[method]descriptor.write"):
-        ("", _guarded(Op.WRITE_AT, "(local.get 0)", _u64(2), 5, 8, _QUOTA)),
+        ("(local i64)", _guarded(Op.WRITE_AT, "(local.get 0)", _u64(2), 5, 8)),
     (_FS, "[method]descriptor.set-size"):
-        ("", _guarded(Op.SET_SIZE, "(local.get 0)", "(local.get 1)", 3, 1, _QUOTA)),
+        ("(local i64)", _guarded(Op.SET_SIZE, "(local.get 0)", "(local.get 1)", 3, 1)),
     (_FS, "[method]descriptor.open-at"):
-        ("", _guarded(Op.OPEN, "(local.get 4)", _u64(5), 7, 4, _QUOTA)),
+        ("(local i64)", _guarded(Op.OPEN, "(local.get 4)", _u64(5), 7, 4)
+         + " (if (i32.eqz (i32.load8_u (local.get 6))) (then "
+         + _tell(Op.OPENED, "(i32.load offset=4 (local.get 6))") + "))"),
+    (_FS, "[resource-drop]descriptor"):
+        ("", _tell(Op.DROP_DESCRIPTOR, "(local.get 0)") + " (call $real (local.get 0))"),
     (_FS, "[method]descriptor.create-directory-at"):
-        ("", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 4, 1, _QUOTA)),
+        ("(local i64)", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 4, 1)),
     (_FS, "[method]descriptor.symlink-at"):
-        ("", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 6, 1, _QUOTA)),
+        ("(local i64)", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 6, 1)),
     (_FS, "[method]descriptor.link-at"):
-        ("", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 8, 1, _QUOTA)),
+        ("(local i64)", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 8, 1)),
     (_FS, "[method]descriptor.rename-at"):
         ("", _tell(Op.CHANGE, "(local.get 0)") + f" (call $real {_get(7)})"),
     (_STDOUT, "get-stdout"): ("(local i32)", _console_stream(1)),

@@ -209,7 +209,8 @@ class ComponentRuntime(WatchedRuntime):
     def warm_up(self) -> bool:
         if self._loaded is None:  # no guest was ever asked for: nothing to compile yet
             return True
-        return self.tiers.wait() and self._stdlib_done.wait(600.0)
+        compiled = self.tiers.wait()
+        return self._stdlib_done.wait(600.0) and compiled
 
     def close(self) -> None:
         if self._loaded is not None:

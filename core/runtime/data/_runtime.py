@@ -99,6 +99,7 @@ class DataInstance(WasmtimeInstance):
         self.image: MemoryImage | None = None
         """The start image this guest was mapped from (an exact snapshot is a delta to it)."""
         self.fds = set()
+        self.counts_opens = "fd_close" in runtime.forwarded
         self._baseline: Baseline | None = None
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
@@ -189,6 +190,7 @@ class DataInstance(WasmtimeInstance):
                     or ctypes.c_int32.from_buffer(args).value != 0:
                 return False
         self.fds = set(baseline.kept_fds)
+        self.opened &= baseline.kept_fds
         if not empty_folder(workdir) or not renewal.restore(base, size, baseline,
                                                                 image.content):
             return False

