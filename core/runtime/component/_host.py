@@ -49,7 +49,7 @@ _func_call = _raw("wasmtime_component_func_call", ctypes.c_void_p, ctypes.c_void
                   ctypes.c_size_t)
 _post_return = _raw("wasmtime_component_func_post_return", ctypes.c_void_p, ctypes.c_void_p,
                     ctypes.c_void_p)
-_vec_new = _raw("wasm_byte_vec_new_uninitialized", None, ctypes.c_void_p, ctypes.c_size_t)
+_vec_new = _raw("wasm_byte_vec_new", None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
 _vec_delete = _raw("wasm_byte_vec_delete", None, ctypes.c_void_p)
 _error_new = _raw("wasmtime_error_new", ctypes.c_void_p, ctypes.c_char_p)
 _context = _raw("wasmtime_store_context", ctypes.c_void_p, ctypes.c_void_p)
@@ -70,9 +70,7 @@ def _read_string(val: int) -> bytes:
 
 def _write_string(val: int, data: bytes) -> None:
     ctypes.c_uint8.from_address(val).value = _STRING
-    _vec_new(val + 8, len(data))
-    if data:
-        ctypes.memmove(_U64.from_address(val + 16).value, data, len(data))
+    _vec_new(val + 8, len(data), data)  # a copy of its own, which wasmtime frees
 
 
 def define(root: LinkerInstance, name: str, callback: Any) -> None:

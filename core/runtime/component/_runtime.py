@@ -23,6 +23,7 @@ import wasmtime
 from wasmtime import component
 
 from ..._temp_folders import new_folder
+from .._wasmtime.host_functions import tls
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
@@ -221,10 +222,7 @@ class ComponentRuntime(WatchedRuntime):
 
 
 def _current() -> ComponentInstance | None:
-    from .._wasmtime.host_functions import current
-
-    inst = current()
-    return inst if isinstance(inst, ComponentInstance) else None
+    return getattr(tls, "instance", None)  # set around every call into a guest
 
 
 _MORE = b'{"op":"more"}'
