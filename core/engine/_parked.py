@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
 from ._worker import Command, Worker
 
-__all__ = ["PAUSED", "Parked", "first_of", "paused_result", "wait_either"]
+__all__ = ["PAUSED", "Parked", "Waiter", "first_of", "paused_result", "wait_either"]
 
 PAUSED = object()
 """What waiting for a cell gives when it paused instead of ending."""
@@ -72,14 +73,39 @@ class Parked:
         return None if deadline is None else max(0.0, deadline - time.monotonic()) + grace_s
 
 
+class Waiter:
+    """Wakes at the first of a command's end and its cell's pause. Armed before the command
+    is handed to the guest, so the waiting thread blocks at once: setting up a wait after
+    the hand-over held the interpreter lock just when the guest's thread wanted it."""
+
+    __slots__ = ("command", "signal", "_lock")
+
+    def __init__(self, command: Command, signal: cf.Future):
+        self.command, self.signal = command, signal
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        command.future.add_done_callback(self._fire)
+        signal.add_done_callback(self._fire)
+
+    def _fire(self, _future: cf.Future) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # the other one fired first
+            pass
+
+    def wait(self, timeout: float | None) -> Any:
+        """The cell's outcome, or `PAUSED`; raises what the command raised, or
+        `cf.TimeoutError`."""
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise cf.TimeoutError
+        if self.command.future.done():
+            return self.command.future.result()
+        return PAUSED
+
+
 def wait_either(command: Command, signal: cf.Future, timeout: float | None) -> Any:
     """The cell's outcome, or `PAUSED`; raises what the command raised, or `cf.TimeoutError`."""
-    done, _ = cf.wait((command.future, signal), timeout, return_when=cf.FIRST_COMPLETED)
-    if command.future in done:
-        return command.future.result()
-    if signal in done:
-        return PAUSED
-    raise cf.TimeoutError
+    return Waiter(command, signal).wait(timeout)
 
 
 def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Future

@@ -20,7 +20,7 @@ from ..tools import ToolRegistry
 from ._cell_report import Cell, build_result, trap_result
 from ._limits import Limits
 from ._live import GuestHold
-from ._parked import ABANDONED, PAUSED, Parked, first_of, paused_result, wait_either
+from ._parked import ABANDONED, PAUSED, Parked, Waiter, first_of, paused_result, wait_either
 from ._pause import CellLog, Decision
 from ._result import CellResult
 from ._tool_calls import CellCalls
@@ -101,19 +101,19 @@ class CellRunner:
         for _attempt in range(2):
             worker = self._ensure_worker(settle=False)
             command = self._start(code, loop, steer, worker)
+            waiter = Waiter(command, command.context.calls.parking.signal)
             worker.submit(command)
-            result = self._wait_cell(worker, command, code, command.context.calls.parking.signal,
-                                     self._watchdog())
+            result = self._wait_cell(worker, command, code, waiter, self._watchdog())
             if result is not None:
                 return result
         raise RuntimeError("the guest died twice before running the cell")
 
-    def _wait_cell(self, worker: Worker, command: Command[Cell], code: str, signal: cf.Future,
+    def _wait_cell(self, worker: Worker, command: Command[Cell], code: str, waiter: Waiter,
                    watchdog: float | None) -> CellResult | None:
         """Wait for the cell to end or pause; None when the guest died before taking it."""
         calls, paused = command.context.calls, False
         try:
-            outcome = wait_either(command, signal, watchdog)
+            outcome = waiter.wait(watchdog)
             paused = outcome is PAUSED
         except cf.TimeoutError:
             return self._abandon(worker, command, "timeout")
@@ -198,7 +198,8 @@ class CellRunner:
         if signal is None:
             self._parked = parked
             return paused_result(parked)
-        result = self._wait_cell(parked.worker, parked.command, parked.code, signal,
+        result = self._wait_cell(parked.worker, parked.command, parked.code,
+                                 Waiter(parked.command, signal),
                                  parked.remaining_s(WATCHDOG_GRACE_S))
         return result if result is not None else self._trapped(
             parked.command, GuestTrap("crash", "the guest ended while the cell was paused"))

@@ -137,6 +137,9 @@ class Worker:
         self._lock = threading.Lock()
         self._closed = False
         self._held: Command | None = None
+        self._finished: tuple[Command, dict[str, Any]] | None = None
+        """A turn-based guest's command that reported, until its turn has ended (see
+        `_deliver`)."""
         self._exiting = False
         self._turns = runtime.turn_based
         self._baked = runtime.baked_guest
@@ -297,6 +300,7 @@ class Worker:
             log.exception("tooliscode: guest thread failed")
             self.death = GuestTrap("crash", f"the guest failed: {exc}")
         finally:
+            self._deliver()
             with self._lock:
                 self._closed = True
                 current, self._current = self._current, None
@@ -334,7 +338,18 @@ class Worker:
                 self._run_between(command)
                 continue
             self._held = command
-            self.instance.turn(SERVE)
+            try:
+                self.instance.turn(SERVE)
+            finally:
+                self._deliver()
+
+    def _deliver(self) -> None:
+        """Give the finished command its result. A turn-based guest's is given once its turn
+        has ended: its caller then wakes to a free interpreter lock, where during the turn's
+        last steps the two threads would hand the lock back and forth."""
+        finished, self._finished = self._finished, None
+        if finished is not None and not finished[0].future.done():
+            finished[0].future.set_result(finished[1])
 
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
@@ -401,7 +416,9 @@ class Worker:
             current.notices.extend(self.instance.take_notices())
             if overran:
                 current.notices.append(STACK_OVERRUN)
-            current.future.set_result(result if isinstance(result, dict) else {})
+            self._finished = (current, result if isinstance(result, dict) else {})
+            if not self._turns:
+                self._deliver()
         self.instance.disarm()
         if overran:  # the next command goes to a new guest (`alive` is False from now)
             with self._lock:
@@ -411,6 +428,7 @@ class Worker:
         command = self._take()
         if command is None:
             return {"op": "yield"}
+        self._deliver()  # this turn goes on with the next command
         self._current = command
         if command.before is not None:
             command.before()
