@@ -53,19 +53,20 @@ _EXPIRED = "the call was not approved: nobody decided in time, so the pause expi
 
 @dataclass(frozen=True)
 class Gate:
-    """Which inner calls wait for a person: the tools `hitl` reviews."""
+    """Which inner calls wait for a person: the tools the agent's reviewers review (the first
+    one that reviews a tool decides its calls)."""
 
-    hitl: HumanInTheLoopMiddleware
+    reviewers: tuple[HumanInTheLoopMiddleware, ...]
 
     def check(self, turn: Turn, call: CodeCall, arguments: dict[str, Any],
               call_id: str) -> None:
         """Before the call goes down the chain (in the code tool's context): pause it for
         review in `batched` mode; in `per_call` mode the middleware asks in the chain, and
         the tool refuses to run if it did not (it was listed before `CodeModeMiddleware`)."""
-        hitl = self.hitl
-        config = hitl.interrupt_on.get(call.name)
-        if config is None:
+        hitl = next((h for h in self.reviewers if call.name in h.interrupt_on), None)
+        if hitl is None:
             return
+        config = hitl.interrupt_on[call.name]
         state = turn.chain.request.state  # type: ignore[union-attr]
         if hitl.interrupt_mode == "per_call":
             when = config.get("when")

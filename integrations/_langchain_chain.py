@@ -94,6 +94,8 @@ class Turn:
     waiting: dict[str, tuple[str, Any]] = field(default_factory=dict)
     """Calls a cell run again from its record waited on (id: kind and metadata): they
     pause again as they did, not asked again (that would take another call's answer)."""
+    refused: frozenset[str] = frozenset()
+    """Outside the chain: tools a reviewer around the code tool reviews, refused from code."""
 
 
 class CodeCall(BaseTool):

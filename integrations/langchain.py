@@ -13,8 +13,7 @@ One interpreter per conversation: the `thread_id` in the run config picks it (La
 it there from the checkpointer config). Without one, the tool keeps a single interpreter.
 
     hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
-    agent = create_agent(model, middleware=[CodeModeMiddleware([find_orders, send_email],
-                                                               hitl=hitl), hitl],
+    agent = create_agent(model, middleware=[CodeModeMiddleware([find_orders, send_email]), hitl],
                          checkpointer=saver)
 
 `CodeModeMiddleware`, listed first, gives the agent the code tool and sends each call the code
@@ -56,6 +55,7 @@ from tooliscode.tools import Caller, split_callers
 from ._inner import running
 from ._langchain_approval import Gate, Invocation, inner_call
 from ._langchain_chain import Chain, CodeCall, Turn, async_only, outer_id
+from ._langchain_reviewers import find, reviewed
 
 __all__ = ["CodeModeMiddleware", "CodeModeTool", "as_langchain_tool"]
 
@@ -81,6 +81,12 @@ class _InnerTool:
         turn = running(self.sandbox, Turn)
         if turn.chain is not None:
             return inner_call(turn, self.call, arguments)
+        if self.tool.name in turn.refused:
+            raise ToolError(
+                f"{self.tool.name} is reviewed by the agent's HumanInTheLoopMiddleware, which "
+                "calls from code reach only under CodeModeMiddleware: give the agent "
+                "middleware=[CodeModeMiddleware(tools), HumanInTheLoopMiddleware(...)] instead "
+                "of this code tool in tools=; the call did not run")
         if turn.is_async or async_only(self.tool):
             return self._ainvoke(arguments, turn.config)
         try:
@@ -179,8 +185,8 @@ class CodeModeTool(BaseTool):
     def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
         """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""
         chained = _chain.get()
-        if chained is None:
-            return Turn(_child(config, run_manager), is_async)
+        if chained is None:  # a plain tool: a review around it cannot see the code's calls
+            return Turn(_child(config, run_manager), is_async, refused=reviewed(find()))
         chain, gate = chained
         return Turn(_child(config, run_manager), is_async, chain=chain,
                     context=contextvars.copy_context(), gate=gate,
@@ -266,11 +272,12 @@ class CodeModeMiddleware(AgentMiddleware):
     tools `callers` keeps for the model), and sends every call the code makes through the
     agent's `wrap_tool_call` middleware listed after this one, as a call of its own.
 
-    List it first in `middleware=[...]`. Pass the agent's `HumanInTheLoopMiddleware` as
-    `hitl`: in `batched` mode the calls the code makes to the tools it reviews pause the cell
-    and interrupt the graph with its request (in `per_call` mode it asks about them itself,
-    in the chain). `tools` may be a `CodeModeTool` already made; otherwise the other options
-    are `as_langchain_tool`'s.
+    List it first in `middleware=[...]`. The agent's `HumanInTheLoopMiddleware` is found
+    wherever it is listed: in `batched` mode the calls the code makes to the tools it reviews
+    pause the cell and interrupt the graph with its request (in `per_call` mode it asks about
+    them itself, in the chain; listed before this one it cannot, and they are refused).
+    `hitl` adds a reviewer the agent does not list. `tools` may be a `CodeModeTool` already
+    made; otherwise the other options are `as_langchain_tool`'s.
     """
 
     def __init__(self, tools: CodeModeTool | Iterable[Any] | BaseToolkit, *,
@@ -280,17 +287,22 @@ class CodeModeMiddleware(AgentMiddleware):
                                                                                    **options)
         """The code tool, registered with the agent by this middleware."""
         self.hitl = hitl
+        """A reviewer to use besides the agent's own, which are found without it."""
         self.tools = [self.tool, *self.tool.direct_tools]
-        self._gate = Gate(hitl) if hitl is not None else None
 
     @property
     def code_tool(self) -> CodeTool:
         return self.tool.code_tool
 
+    def _gate(self, handler: Any) -> Gate | None:
+        """The agent's reviewers, wherever they are listed (see `_langchain_reviewers`)."""
+        reviewers = find(handler, also=self.hitl)
+        return Gate(reviewers) if reviewers else None
+
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
         if request.tool_call["name"] != self.tool.name:
             return handler(request)
-        token = _chain.set((Chain(request, handler), self._gate))
+        token = _chain.set((Chain(request, handler), self._gate(handler)))
         try:
             return handler(request)
         finally:
@@ -299,7 +311,7 @@ class CodeModeMiddleware(AgentMiddleware):
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
         if request.tool_call["name"] != self.tool.name:
             return await handler(request)
-        token = _chain.set((Chain(request, handler), self._gate))
+        token = _chain.set((Chain(request, handler), self._gate(handler)))
         try:
             return await handler(request)
         finally:
