@@ -282,3 +282,29 @@ async def test_final_answer_ends_the_run_when_the_agent_lets_it():
         result = await Runner.run(agent, "how many?", context=Shop("a", []))
     assert result.final_output == "20 orders are paid"
     assert model.remaining_steps == 0 and len(model.calls) == 1
+
+
+@function_tool
+def post_tweet(content: str, tags: list[str] = [], reply_to: int | None = None,  # noqa: B006
+               lang: str | None = "en") -> dict:
+    """Post a tweet."""
+    return {"content": content, "tags": tags, "reply_to": reply_to, "lang": lang}
+
+
+async def test_a_strict_tool_needs_from_code_only_what_the_sdk_needs():
+    """The SDK's strict schema lists every parameter as required; the SDK itself still takes
+    a call without the defaulted ones, and fills them in. So does a call from code."""
+    assert post_tweet.strict_json_schema and "tags" in post_tweet.params_json_schema["required"]
+    direct = await post_tweet.on_invoke_tool(
+        ToolContext(context=None, tool_name="post_tweet", tool_call_id="c",
+                    tool_arguments='{"content": "hi"}'), '{"content": "hi"}')
+    with CodeModeToolset([post_tweet]) as code:
+        agent, model = _agent(code, _code_call("import json\n"
+                                               "print(json.dumps(post_tweet(content='hi')))"),
+                              ModelStep.respond(_echo_last_output))
+        result = await Runner.run(agent, "go")
+    assert json.loads(result.final_output) == direct == {
+        "content": "hi", "tags": [], "reply_to": None, "lang": "en"}
+    catalog = model.first_call.system_instructions
+    assert "post_tweet(content: str, tags: list[str] = [], reply_to: int | None = None, " \
+           "lang: str | None = 'en')" in catalog, catalog
