@@ -182,7 +182,7 @@ class CodeTool(Closing):
 
         A framework that runs its tool again on resume without saying which decisions are
         new (LangGraph) asks this first, to tell a continuation from a new call."""
-        sandbox = self._conversations.get(key)
+        sandbox = self._paused_runs.peek(call_id) or self._conversations.get(key)
         session = sandbox.session if sandbox is not None else None
         if session is not None and session.paused_for == call_id:
             log = session.paused_log()
@@ -198,6 +198,13 @@ class CodeTool(Closing):
                                                                           record.log.code):
             return ()  # the conversation moved on, or another cell: the record outlived it
         return tuple(record.log.pending)
+
+    def paused_in(self, key: Hashable = None, sandbox: Sandbox | None = None) -> str | None:
+        """The code tool call whose cell is parked in conversation `key`'s sandbox (or in
+        `sandbox`, a run's), if one is."""
+        sandbox = sandbox if sandbox is not None else self._conversations.get(key)
+        session = sandbox.session if sandbox is not None else None
+        return session.paused_for if session is not None else None
 
     def paused_run(self, call_id: str) -> Sandbox | None:
         """The sandbox of a run whose cell paused in code tool call `call_id`, for the run
