@@ -115,7 +115,7 @@ async def test_one_interpreter_per_context(code) -> None:
     agent.llm = function_calls("print(x + 1)")
     answer, _ = await run(agent, ctx)
     assert str(answer) == "answer: 42"
-    assert await ctx.store.get(CONVERSATION_KEY) in code.codetool.keys
+    assert await ctx.store.get(CONVERSATION_KEY) in code.live()
     agent.llm = function_calls("print(x)")
     _, events = await run(agent, Context(agent))
     (other,) = results(events)
