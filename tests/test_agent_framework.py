@@ -192,7 +192,7 @@ async def test_state_lasts_across_runs_of_a_session_and_sessions_are_apart(codea
     assert client.last_result_text() == "[value] 42"
     await agent.run("read elsewhere", session=second)
     assert client.last_result_text() == "[value] False"
-    assert {first.session_id, second.session_id} <= set(codeact.execute_code.session_ids)
+    assert {first.session_id, second.session_id} <= set(codeact.live())
     assert codeact.drop(second.session_id)
 
 
@@ -215,7 +215,7 @@ async def test_approval_is_asked_for_the_code_call_as_the_framework_providers_do
 
 
 async def test_the_standalone_tool_sits_beside_direct_tools(codeact):
-    standalone = ExecuteCodeTool(tools=[list_orders], codetool=codeact.execute_code.codetool)
+    standalone = ExecuteCodeTool(tools=[list_orders], code_tool=codeact.code_tool)
     assert standalone.approval_mode == "never_require"
     client = ScriptedClient(code("len(list_orders(status='open'))"), "done")
     agent = Agent(client=client, tools=[refund, standalone],

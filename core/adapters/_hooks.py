@@ -28,10 +28,11 @@ class Hooks(ABC, Generic[N, C]):
     asynchronous: ClassVar[bool] = True
     """`call` returns an awaitable, which the sandbox awaits on the runner's loop. When
     false, `call` runs on the sandbox's thread (it may still return an awaitable)."""
-    pauses: ClassVar[bool] = False
-    """A call that needs approval can pause the cell (`pause` then makes the framework's
-    pending structure); when false, a call whose tool always needs approval is refused
-    before `call` runs, and `call` refuses the ones its framework's policy asks for."""
+    approves: ClassVar[bool] = False
+    """The calls that need approval get it through the front end: the cell pauses at them
+    (`pause` makes the framework's pending structure), or the code tool's own call is
+    approved first. When false, a call whose tool always needs approval is refused before
+    `call` runs (and `call` refuses the ones its framework's policy asks about)."""
 
     @abstractmethod
     def declare(self, native: N) -> Binding[N]:

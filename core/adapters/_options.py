@@ -73,6 +73,10 @@ class Options:
         """`options` (or the defaults) with `changes`."""
         return dataclasses.replace(options or cls(), **changes)  # type: ignore[arg-type]
 
+    def args(self) -> OptionArgs:
+        """These options as keyword arguments, to make another front end like this one."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[return-value]
+
     @property
     def python(self) -> str:
         """Which Python the sandbox runs, as the guide says it."""

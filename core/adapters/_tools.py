@@ -102,7 +102,7 @@ class _Call:
         tools = cell.tools if isinstance(cell.tools, Tools) else self.tools
         binding = tools.bindings[self.index]
         hooks = tools.hooks
-        if binding.approval == "always" and not hooks.pauses:
+        if binding.approval == "always" and not hooks.approves:
             raise unapproved(binding.tool.qualified_name)
         return hooks.call(cell, binding, arguments, cell.inner_id())
 
