@@ -71,7 +71,7 @@ def code():
     toolset = CodeModeToolset([list_orders, get_customer, FunctionTool(remember), refund],
                               limits=Limits(timeout_s=60))
     yield toolset
-    toolset.codetool.close()
+    toolset.code_tool.close()
 
 
 users = itertools.count()
@@ -163,7 +163,7 @@ async def test_sessions_keep_state_across_turns_and_apart(code) -> None:
 async def test_figures_come_back_as_image_parts(code) -> None:
     runner = make_runner(code)
     session = await runner.session_service.create_session(app_name="shop", user_id="fig")
-    give_pyplot(code.session("shop", "fig", session.id))
+    give_pyplot(code.session(("shop", "fig", session.id)))
     runner.agent.model.steps = [DRAW]
     events = [e async for e in runner.run_async(
         user_id="fig", session_id=session.id,
@@ -180,7 +180,7 @@ async def test_code_executor_keeps_state_and_saves_figures() -> None:
     agent = LlmAgent(name="analyst", model=Script(), code_executor=executor)
     runner = InMemoryRunner(agent=agent, app_name="lab")
     session = await runner.session_service.create_session(app_name="lab", user_id="u")
-    give_pyplot(executor._codetool.session(session.id))
+    give_pyplot(executor.session(session.id))
     agent.model.steps = [("text", "```python\ntotal = sum(range(10))\nprint(total)\n```"),
                          ("text", f"```python\n{DRAW}\nprint(total * 2)\n```"),
                          ("text", "```python\nundefined_name\n```")]
