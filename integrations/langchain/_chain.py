@@ -32,6 +32,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tooliscode import ToolError
+from tooliscode.adapters import Cell
 from tooliscode.engine import CallPaused, background_loop, run_in
 
 try:
@@ -73,8 +74,8 @@ class Chain:
     (returns an awaitable under an async agent)."""
 
 
-@dataclass
-class Turn:
+@dataclass(kw_only=True)
+class Turn(Cell):
     """What the running cell's inner calls need (the sandbox's `context` for one cell)."""
 
     config: RunnableConfig
@@ -84,7 +85,7 @@ class Turn:
     context: contextvars.Context | None = None
     """The code tool's context (LangGraph's config lives in it: `interrupt()` needs it)."""
     gate: Any = None
-    """Decides which inner calls wait for a person (see `_langchain_approval.py`)."""
+    """Decides which inner calls wait for a person (see `_approval.py`)."""
     consumed: int = 0
     """How many of this task's LangGraph interrupts this invocation has had answered."""
     raised: dict[str, GraphInterrupt] = field(default_factory=dict)

@@ -30,10 +30,10 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 from tooliscode import ToolError
-from tooliscode.codetool import CodeTool, Reply
+from tooliscode.codetool import CodeTool, Reply, Step, Steps, adrive, drive
 from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
 
-from ._langchain_chain import (
+from ._chain import (
     CodeCall,
     Turn,
     failure,
@@ -117,18 +117,10 @@ class Invocation:
     calls: Mapping[str, CodeCall]
 
     def run(self) -> Reply:
-        work = _steps(self)
-        done, value = _next(work, None)
-        while not done:
-            done, value = _next(work, value.run())
-        return value
+        return drive(_steps(self))
 
     async def arun(self) -> Reply:
-        work = _steps(self)
-        done, value = _next(work, None)
-        while not done:
-            done, value = _next(work, await value.arun())
-        return value
+        return await adrive(_steps(self))
 
 
 @dataclass(frozen=True)
@@ -190,28 +182,18 @@ class Review:
         return through_chain(self.of.turn, call, p.arguments, p.id)
 
 
-Step = Generator[RunCode | GiveUp | Review, Any, Reply]
-
-
-def _next(work: Step, value: Any) -> tuple[bool, Any]:
-    """Hand `value` to `work`: (False, its next step), or (True, its reply) when done."""
-    try:
-        return False, work.send(value)
-    except StopIteration as stop:
-        return True, stop.value
-
-
-def _steps(of: Invocation) -> Step:
+def _steps(of: Invocation) -> Steps[Reply]:
     code, turn = of.code_tool, of.turn
     pending = code.paused_calls(of.outer, key=of.key, code=of.code)
     reply: Reply | None = None
+    parked = code.paused_in(of.key) == of.outer
     if not pending:
         if _answered_before(turn):  # a resume, but the cell it paused is gone
             return (yield RunCode(of, {}))  # the code tool says so; nothing runs
-        if _parked(code, of.outer, of.key):  # other code, paused under a reused call id
+        if parked:  # other code, paused under a reused call id
             yield GiveUp(of)
         reply = yield RunCode(of, None)
-    elif not _parked(code, of.outer, of.key) and any(p.kind != "approval" for p in pending):
+    elif not parked and any(p.kind != "approval" for p in pending):
         # Paused elsewhere: run it again from its record up to its pause, here, before any
         # call is asked about again and its tool run (a cell that now asks for other calls,
         # or whose pause expired, stops first).
@@ -226,12 +208,6 @@ def _steps(of: Invocation) -> Step:
     return reply
 
 
-def _parked(code: CodeTool, outer: str, key: Any) -> bool:
-    sandbox = code.get(key)
-    session = sandbox.session if sandbox is not None else None
-    return session is not None and session.paused_for == outer
-
-
 def _answered_before(turn: Turn) -> bool:
     """Does LangGraph hold an answer for this task? (Asking takes it if so.)"""
     try:
@@ -243,7 +219,7 @@ def _answered_before(turn: Turn) -> bool:
 
 
 def _decide(of: Invocation, pending: tuple[PendingCall, ...]
-            ) -> Generator[Review, Decision | None, dict[str, Decision]]:
+            ) -> Generator[Step, Decision | None, dict[str, Decision]]:
     turn = of.turn
     ordered = sorted(pending, key=lambda p: int(p.id.rsplit(":", 1)[1]))
     slot = min(_slot(p) for p in ordered)
