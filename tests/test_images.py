@@ -183,7 +183,9 @@ def test_agents_sdk_image_tool_output():
     pytest.importorskip("agents")
     from agents import ItemHelpers, ToolOutputImage, ToolOutputText
     from openai.types.responses import ResponseFunctionToolCall
-    from tooliscode.integrations.openai_agents import _with_images
+    from tooliscode.integrations.openai_agents._calls import SdkHooks
+
+    _with_images = SdkHooks().render  # the hooks' rendering of a reply as the tool's output
 
     output = _with_images(REPLY)
     assert isinstance(output[0], ToolOutputText) and isinstance(output[1], ToolOutputImage)
