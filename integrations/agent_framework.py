@@ -38,7 +38,16 @@ from agent_framework import (
 )
 from agent_framework.exceptions import ToolException
 from tooliscode import ToolError
-from tooliscode.adapters import Binding, Cell, Facade, Hooks, OptionArgs, Options, Tools
+from tooliscode.adapters import (
+    Binding,
+    Cell,
+    Facade,
+    Hooks,
+    OptionArgs,
+    Options,
+    Tools,
+    ToolsFacade,
+)
 from tooliscode.codetool import CodeTool, Reply, Toolbox
 from tooliscode.engine import run_in
 from tooliscode.prompt import CODE_TOOL_SCHEMA
@@ -106,7 +115,8 @@ async def _invoke(cell: _Cell, tool: FunctionTool, arguments: dict[str, Any],
     outer = cell.ctx
     ctx = FunctionInvocationContext(
         function=tool, arguments=arguments, session=outer.session, kwargs=outer.kwargs,
-        tools=outer.tools, parent_service_session_state_keys=outer.parent_service_session_state_keys)
+        tools=outer.tools,
+        parent_service_session_state_keys=outer.parent_service_session_state_keys)
     try:
         return _plain(await tool.invoke(arguments=arguments, context=ctx, skip_parsing=True,
                                         tool_call_id=call_id))
@@ -150,7 +160,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class ExecuteCodeTool(FunctionTool, Facade):
+class ExecuteCodeTool(FunctionTool, ToolsFacade):
     """`execute_code`: runs the model's code in a sandbox where the registered tools are
     Python functions. Put it in an agent's `tools` (the catalog rides in its description
     unless `instructions="prompt"`: then put `build_instructions()` in the agent's
@@ -196,11 +206,6 @@ class ExecuteCodeTool(FunctionTool, Facade):
         self._managed = []
         self._refresh()
 
-    @property
-    def direct_tools(self) -> list[FunctionTool]:
-        """The tools `callers` gives the model itself (`CodeActProvider` adds them to runs)."""
-        return list(self._tools.direct)
-
     def _refresh(self) -> None:
         """The approval mode, catalog and sandbox tools for the current tool list. A guest's
         tools are fixed when it starts: a session whose tools changed gets a new one."""
@@ -213,9 +218,6 @@ class ExecuteCodeTool(FunctionTool, Facade):
         self.approval_mode = "always_require" if needs else "never_require"
         catalog = self._tools.catalog(self.options)
         self.description = catalog.tool_description(self.options.in_description(self._prompted))
-
-    def _session_tools(self) -> Toolbox:
-        return self._tools.toolbox
 
     # -- what the agent uses -------------------------------------------------------------
 

@@ -37,17 +37,9 @@ from crewai.utilities.agent_utils import execute_single_native_tool_call
 from crewai.utilities.string_utils import sanitize_tool_name
 from pydantic import BaseModel, Field, PrivateAttr
 from tooliscode import ToolError
-from tooliscode.adapters import (
-    Binding,
-    Cell,
-    Facade,
-    Hooks,
-    OptionArgs,
-    Options,
-    Tools,
-    evaluated,
-)
-from tooliscode.codetool import CodeTool, Reply, Toolbox
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import evaluated as _evaluated
+from tooliscode.codetool import CodeTool, Reply
 from tooliscode.prompt import CODE_TOOL_NAME
 from tooliscode.tools import return_schema
 from typing_extensions import Unpack
@@ -134,7 +126,7 @@ class _Hooks(Hooks[BaseTool, _Turn]):
 _HOOKS = _Hooks()
 
 
-class CodeModeTool(BaseTool, Facade):
+class CodeModeTool(BaseTool, ToolsFacade):
     """`run_python` over CrewAI tools, for an agent's `tools`."""
 
     name: str = CODE_TOOL_NAME
@@ -150,16 +142,6 @@ class CodeModeTool(BaseTool, Facade):
     _tools: Tools[BaseTool, _Turn] = PrivateAttr()
     _code_tool: CodeTool = PrivateAttr()
 
-    @property
-    def tools(self) -> list[BaseTool]:
-        """The wrapped tools (the ones the code can call)."""
-        return self._tools.natives()
-
-    @property
-    def direct_tools(self) -> list[BaseTool]:
-        """The tools `callers` gives the model itself: give them to the agent beside this."""
-        return list(self._tools.direct)
-
     def _run(self, code: str) -> str | ToolFailure:
         executor = getattr(self.agent, "agent_executor", None)
         turn = _Turn(agent=self.agent, task=getattr(executor, "task", None),
@@ -173,9 +155,6 @@ class CodeModeTool(BaseTool, Facade):
             key = choose(turn.agent, turn.task, turn.crew) if callable(choose) else choose
         return _HOOKS.render(self.code_tool.run_code(code, key=key, context=turn))
 
-    def _session_tools(self) -> Toolbox:
-        return self._tools.toolbox
-
 
 def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
                    conversation: Hashable | ConversationKey | None = None,
@@ -188,14 +167,13 @@ def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
     description unless `instructions="prompt"`; then put `tool.instructions` in the backstory.
     """
     settings = Options(**options)
-    natives = [t if isinstance(t, BaseTool) else crewai_tool(evaluated(t)) for t in tools]
+    natives = [t if isinstance(t, BaseTool) else crewai_tool(_evaluated(t)) for t in tools]
     wrapped = Tools.of(_HOOKS, natives, settings.callers)
     catalog = wrapped.catalog(settings)
     tool = CodeModeTool(name=settings.name, instructions=catalog.instructions, agent=agent,
                         conversation=conversation,
                         description=catalog.tool_description(settings.in_description(False)))
-    tool._tools = wrapped
-    tool._code_tool = settings.code_tool(wrapped.toolbox)
+    tool._serve(wrapped, settings)
     return tool
 
 

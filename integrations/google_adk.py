@@ -43,16 +43,7 @@ from google.genai import types
 from opentelemetry import context as otel_context
 from pydantic import ConfigDict, PrivateAttr
 from tooliscode import ToolError
-from tooliscode.adapters import (
-    Binding,
-    Cell,
-    Facade,
-    Hooks,
-    OptionArgs,
-    Options,
-    Tools,
-    code_of,
-)
+from tooliscode.adapters import Binding, Cell, Facade, Hooks, OptionArgs, Options, Tools, code_of
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.mcp import mcp_result_value
 from tooliscode.prompt import CODE_TOOL_SCHEMA
@@ -299,11 +290,8 @@ class SandboxCodeExecutor(BaseCodeExecutor, Facade):
 
     def __init__(self, *, stateful: bool = True, **options: Unpack[OptionArgs]):
         super().__init__(stateful=stateful)
-        settings = Options(**options)
-        if settings.callers:
-            raise ValueError("a code executor runs the model's code blocks, which call no "
-                             "tools: callers= has no meaning here")
-        self._code_tool = settings.code_tool()
+        self._code_tool = Options(**options).code_only(
+            "a code executor runs the model's code blocks, which call no tools").code_tool()
 
     def execute_code(self, invocation_context: Any,
                      code_execution_input: CodeExecutionInput) -> CodeExecutionResult:

@@ -34,17 +34,9 @@ from llama_index.core.tools.types import adapt_to_async_tool
 from llama_index.core.workflow import Context
 from pydantic import BaseModel
 from tooliscode import ToolError
-from tooliscode.adapters import (
-    Binding,
-    Cell,
-    Facade,
-    Hooks,
-    OptionArgs,
-    Options,
-    Tools,
-    evaluated,
-)
-from tooliscode.codetool import Reply, Toolbox
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import evaluated as _evaluated
+from tooliscode.codetool import Reply
 from tooliscode.tools import return_schema
 from typing_extensions import Unpack
 
@@ -111,19 +103,15 @@ class _Hooks(Hooks[BaseTool, _Turn]):
                 *(ImageBlock(image=i.data, image_mimetype=i.mime) for i in reply.images)]
 
 
-class _Sandboxes(Facade):
+class _Sandboxes(ToolsFacade):
     """The interpreters of a tool set, one per workflow context (see `CONVERSATION_KEY`;
     `None` is the one for calls without a context)."""
 
     def _setup(self, tools: Iterable[Any], options: Options, by_function: bool) -> None:
-        natives = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(evaluated(t))
+        natives = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(_evaluated(t))
                    for t in tools]
         self.options = options
-        self._tools = Tools.of(_Hooks(by_function), natives, options.callers)
-        self._code_tool = options.code_tool(self._tools.toolbox)
-
-    def _session_tools(self) -> Toolbox:
-        return self._tools.toolbox
+        self._serve(Tools.of(_Hooks(by_function), natives, options.callers), options)
 
     async def _arun(self, code: str, ctx: Context | None, name: str) -> Any:
         turn = _Turn(ctx=ctx, is_async=True, call_id=name, tools=self._tools)
@@ -135,11 +123,6 @@ class CodeModeTool(FunctionTool, _Sandboxes):
     """`run_python` over LlamaIndex tools; `instructions` has the guide and the catalog."""
 
     instructions: str
-
-    @property
-    def direct_tools(self) -> list[BaseTool]:
-        """The tools `callers` gives the model itself: give them to the agent beside this."""
-        return list(self._tools.direct)
 
 
 def as_llama_index_tool(tools: Iterable[Any], **options: Unpack[OptionArgs]) -> CodeModeTool:
@@ -181,10 +164,7 @@ class CodeActSandbox(_Sandboxes):
     """
 
     def __init__(self, tools: Iterable[Any] = (), **options: Unpack[OptionArgs]):
-        settings = Options(**options)
-        if settings.callers:
-            raise ValueError("CodeActAgent calls its tools from code only: callers= has no "
-                             "meaning here")
+        settings = Options(**options).code_only("CodeActAgent calls its tools from code only")
         self._setup(tools, settings, by_function=True)
 
     async def execute(self, code: str, ctx: Context) -> Any:

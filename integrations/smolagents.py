@@ -26,8 +26,8 @@ from smolagents import AgentError, AgentImage, PythonExecutor
 # does not re-export; its own remote executors import them from this module too.
 from smolagents.local_python_executor import CodeOutput, InterpreterError
 from tooliscode import Session, ToolError, to_json_value
-from tooliscode.adapters import Binding, Cell, Facade, Hooks, OptionArgs, Options, Tools
-from tooliscode.codetool import Reply, Toolbox
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.codetool import Reply
 from typing_extensions import Unpack
 
 __all__ = ["WasmExecutor"]
@@ -103,7 +103,7 @@ class _Hooks(Hooks[Named, Cell]):
 _HOOKS = _Hooks()
 
 
-class WasmExecutor(PythonExecutor, Facade):
+class WasmExecutor(PythonExecutor, ToolsFacade):
     """A `CodeAgent` executor that runs the agent's code in tooliscode's WebAssembly sandbox.
 
     `limits` bound each step's code (wall time, memory, output, tool calls); `runtime="data"`
@@ -117,13 +117,10 @@ class WasmExecutor(PythonExecutor, Facade):
     """
 
     def __init__(self, *, conversation: Hashable | None = None, **options: Unpack[OptionArgs]):
-        self.options = Options(**options)
+        self.options = Options(**options).code_only("a CodeAgent calls its tools from code only")
         if self.options.store is not None and conversation is None:
             raise ValueError("store= keeps an interpreter under a conversation key: pass "
                              "conversation= as well")
-        if self.options.callers:
-            raise ValueError("a CodeAgent calls its tools from code only: callers= has no "
-                             "meaning here")
         self.conversation = conversation
         self._code_tool = self.options.code_tool()
         self._tools: Tools[Named, Cell] = Tools(_HOOKS, ())
@@ -183,9 +180,6 @@ class WasmExecutor(PythonExecutor, Facade):
     def session(self, key: Hashable = None) -> Session:
         """The interpreter's session (`key` None: this executor's `conversation`)."""
         return super().session(self.conversation if key is None else key)
-
-    def _session_tools(self) -> Toolbox:
-        return self._tools.toolbox
 
     def _run(self, code: str) -> Reply:
         return self.code_tool.run_code(code, key=self.conversation, tools=self._tools.toolbox,

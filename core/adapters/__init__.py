@@ -14,11 +14,11 @@ from ._binding import Approval, Binding, callable_parameters
 from ._catalog import Catalog
 from ._cell import Cell, running
 from ._evaluated import evaluated
-from ._facade import Facade
+from ._facade import Facade, ToolsFacade
 from ._hooks import Hooks
 from ._options import OptionArgs, Options, Placement
 from ._tools import Tools, unapproved
 
 __all__ = ["Approval", "Binding", "Catalog", "Cell", "Facade", "Hooks", "OptionArgs", "Options",
-           "Placement", "Tools", "callable_parameters", "code_of", "evaluated", "running",
-           "unapproved"]
+           "Placement", "Tools", "ToolsFacade", "callable_parameters", "code_of", "evaluated",
+           "running", "unapproved"]

@@ -7,11 +7,15 @@ calls a conversation (a thread, a session, a crew, a workflow context).
 from __future__ import annotations
 
 from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
 
 from ..codetool import CodeTool, Toolbox
 from ..engine import PendingCall, Session
+from ._options import Options
+from ._tools import Tools
 
-__all__ = ["Facade"]
+__all__ = ["Facade", "ToolsFacade"]
 
 
 class Facade:
@@ -49,3 +53,31 @@ class Facade:
     def _session_tools(self) -> Toolbox | None:
         """The tools `session` starts an interpreter with (`None`: the code tool's own)."""
         return None
+
+
+class ToolsFacade(Facade):
+    """A `Facade` over one tool set: the tools the code calls, and those `callers` gives the
+    model itself."""
+
+    _tools: Tools[Any, Any]
+
+    @property
+    def tools(self) -> list[Any]:
+        """The wrapped tools the code can call."""
+        return self._tools.natives()
+
+    @property
+    def direct_tools(self) -> list[Any]:
+        """The tools `callers` gives the model itself ("direct" or "both"): give them to the
+        agent beside the code tool."""
+        return list(self._tools.direct)
+
+    def _serve(self, tools: Tools[Any, Any], options: Options, *, keep_spare: bool = False,
+               workdir: str | Path | None = None) -> None:
+        """Take `tools`, and a code tool made by `options` that runs them."""
+        self._tools = tools
+        self._code_tool = options.code_tool(tools.toolbox, keep_spare=keep_spare,
+                                            workdir=workdir)
+
+    def _session_tools(self) -> Toolbox:
+        return self._tools.toolbox

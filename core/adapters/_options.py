@@ -73,6 +73,13 @@ class Options:
         """`options` (or the defaults) with `changes`."""
         return dataclasses.replace(options or cls(), **changes)  # type: ignore[arg-type]
 
+    def code_only(self, who: str) -> Options:
+        """These options, for a front end whose tools only code calls (`who` says so):
+        `callers` has no meaning there, and is refused."""
+        if self.callers:
+            raise ValueError(f"{who}: callers= has no meaning here")
+        return self
+
     def args(self) -> OptionArgs:
         """These options as keyword arguments, to make another front end like this one."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[return-value]

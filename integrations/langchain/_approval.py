@@ -131,14 +131,14 @@ class RunCode:
     decisions: Mapping[str, Decision] | None
 
     def run(self) -> Reply:
-        i = self.of
-        return i.code_tool.run_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
-                                    decisions=self.decisions)
+        return self.of.code_tool.run_code(self.of.code, **self._where())
 
     async def arun(self) -> Reply:
+        return await self.of.code_tool.arun_code(self.of.code, **self._where())
+
+    def _where(self) -> dict[str, Any]:
         i = self.of
-        return await i.code_tool.arun_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
-                                           decisions=self.decisions)
+        return {"key": i.key, "context": i.turn, "call_id": i.outer, "decisions": self.decisions}
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ the value itself as the artifact, so the code gets the value and not its text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import reprlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,26 +214,28 @@ def through_chain(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id
 
 def _call(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: str,
           before: Callable[[], None] | None) -> Any:
-    _calling.set(turn)
-    if before is not None:
-        before()
-    try:
-        return value_of(turn.chain.handler(request_for(turn, tool, arguments, call_id)),  # type: ignore[union-attr]
-                        call_id)
-    except GraphInterrupt as exc:
-        raise _paused(turn, call_id, exc) from None
-    except ToolException as exc:
-        raise ToolError(str(exc)) from None
+    with _calling_through(turn, call_id, before):
+        request = request_for(turn, tool, arguments, call_id)
+        return value_of(turn.chain.handler(request), call_id)  # type: ignore[union-attr]
 
 
 async def _acall(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: str,
                  before: Callable[[], None] | None) -> Any:
+    with _calling_through(turn, call_id, before):
+        request = request_for(turn, tool, arguments, call_id)
+        return value_of(await turn.chain.handler(request), call_id)  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def _calling_through(turn: Turn, call_id: str,
+                     before: Callable[[], None] | None) -> Iterator[None]:
+    """Around one inner call down the chain (in its own context): `before` first; an
+    interrupt pauses the call, a `ToolException` is the code's `ToolError`."""
     _calling.set(turn)
     if before is not None:
         before()
     try:
-        return value_of(await turn.chain.handler(request_for(turn, tool, arguments, call_id)),  # type: ignore[union-attr]
-                        call_id)
+        yield
     except GraphInterrupt as exc:
         raise _paused(turn, call_id, exc) from None
     except ToolException as exc:

@@ -16,7 +16,7 @@ from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolExce
 from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import PrivateAttr
 from tooliscode import Limits, ToolError
-from tooliscode.adapters import Binding, Facade, Hooks, OptionArgs, Options, Tools
+from tooliscode.adapters import Binding, Hooks, OptionArgs, Options, Tools, ToolsFacade
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data
 from tooliscode.tools import return_schema
@@ -112,7 +112,7 @@ def _langchain_tools(items: Iterable[Any]) -> list[BaseTool]:
     return found
 
 
-class CodeModeTool(BaseTool, Facade):
+class CodeModeTool(BaseTool, ToolsFacade):
     """`run_python`: runs the model's code in a sandbox where the wrapped tools are functions.
     Conversations are threads (`thread_id` in the run config)."""
 
@@ -125,17 +125,6 @@ class CodeModeTool(BaseTool, Facade):
 
     _tools: Tools[BaseTool, Turn] = PrivateAttr()
     _code_tool: CodeTool = PrivateAttr()
-
-    @property
-    def tools(self) -> list[BaseTool]:
-        """The wrapped tools (the ones the code can call)."""
-        return self._tools.natives()
-
-    @property
-    def direct_tools(self) -> list[BaseTool]:
-        """The tools `callers` gives the model itself ("direct" or "both"): give them to the
-        agent beside this one (`CodeModeMiddleware` does)."""
-        return list(self._tools.direct)
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
              *, config: RunnableConfig) -> str | list[dict[str, Any]]:
@@ -193,6 +182,5 @@ def as_langchain_tool(tools: Iterable[Any] | BaseToolkit,
         name=settings.name, args_schema=copy.deepcopy(CODE_TOOL_SCHEMA),
         instructions=catalog.instructions,
         description=catalog.tool_description(settings.in_description(False)))
-    tool._tools = wrapped
-    tool._code_tool = settings.code_tool(wrapped.toolbox)
+    tool._serve(wrapped, settings)
     return tool

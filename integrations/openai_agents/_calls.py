@@ -57,7 +57,7 @@ class SdkHooks(Hooks[Inner, CodeCell]):
 
     def declare(self, native: Inner) -> Binding[Inner]:
         tool = native.tool
-        needs = native.needs_approval
+        needs = native.sdk.needs_approval
         return Binding.of(native, name=tool.name, description=tool.description,
                           parameters=tool.parameters, output_schema=tool.output_schema,
                           namespace=tool.namespace, python_name=tool.python_name,

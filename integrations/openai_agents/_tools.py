@@ -59,10 +59,6 @@ class Inner:
         return self.sdk.name
 
     @property
-    def needs_approval(self) -> Any:
-        return self.sdk.needs_approval
-
-    @property
     def guarded(self) -> bool:
         return bool(self.sdk.tool_input_guardrails or self.sdk.tool_output_guardrails)
 

@@ -36,7 +36,8 @@ from ._tools import Inner, as_inner, mcp_inners
 __all__ = ["CodeModeToolset", "ConversationKey"]
 
 ConversationKey = Callable[[RunContextWrapper[Any]], "Hashable | None"]
-"""Maps a run's context to the conversation whose interpreter it should use (None: the run's own)."""
+"""Maps a run's context to the conversation whose interpreter it should use (None: the run's
+own)."""
 
 Listing = Tools[Inner, CodeCell]
 """The tools one run's code can call (MCP tools are listed once a run)."""

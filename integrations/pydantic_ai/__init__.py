@@ -22,6 +22,6 @@ the message history), so a later run continuing the same conversation finds its 
 
 from ._capability import CodeMode
 from ._deferred import CodeModeApprovals
-from ._toolset import CodeModeToolset, Scope
+from ._toolset import CodeModeArgs, CodeModeToolset, Scope
 
-__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeToolset", "Scope"]
+__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeArgs", "CodeModeToolset", "Scope"]

@@ -24,7 +24,7 @@ from typing_extensions import TypedDict, Unpack
 from ._deferred import decisions_from, open_code_calls
 from ._inner import HOOKS, InnerCell, split
 
-__all__ = ["CodeModeToolset", "Scope", "options_of"]
+__all__ = ["CodeModeArgs", "CodeModeToolset", "Scope", "Settings"]
 
 Scope = Literal["run", "conversation"]
 
@@ -36,14 +36,48 @@ class _CodeArgs(TypedDict):
 _CODE_ARGS = TypeAdapter(_CodeArgs)
 
 
-def options_of(options: Options | None, scope: str, changes: OptionArgs) -> Options:
-    """The options, checked as PydanticAI reports mistakes (`UserError`)."""
-    if scope not in ("run", "conversation"):
-        raise UserError(f"scope must be 'run' or 'conversation', not {scope!r}")
-    try:
-        return Options.of(options, **changes)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+class CodeModeArgs(OptionArgs, total=False):
+    """The keyword arguments of `CodeModeToolset` and `CodeMode`: every front end's options
+    (`tooliscode.adapters.Options`), and PydanticAI's own."""
+
+    scope: Scope
+    """`"run"`: a fresh interpreter per agent run. `"conversation"`: one per
+    `conversation_id`, kept across runs (with a `store`, in any worker process, paused cells
+    included)."""
+    max_retries: int
+    """How many failed cells in a row the model may retry before the run fails."""
+    prestart: bool
+    """Have the run's interpreter started before its first code arrives (run scope): a spare
+    made when the previous run ended, or one started when the tools are first listed."""
+
+
+@dataclass(init=False)
+class Settings(Facade):
+    """What `CodeModeToolset` and `CodeMode` are made with (see `CodeModeArgs`)."""
+
+    options: Options
+    scope: Scope = "run"
+    max_retries: int = 3
+    prestart: bool = True
+    _code_tool: CodeTool = field(default=None, repr=False)  # type: ignore[assignment]
+    """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s)."""
+
+    def _configure(self, options: Options | None, code_tool: CodeTool | None,
+                   args: CodeModeArgs) -> None:
+        """Take `args` (mistakes reported as PydanticAI reports them, `UserError`)."""
+        given: dict[str, Any] = dict(args)
+        # the class's defaults, unless given
+        self.scope = given.pop("scope", self.scope)
+        self.max_retries = given.pop("max_retries", self.max_retries)
+        self.prestart = given.pop("prestart", self.prestart)
+        if self.scope not in ("run", "conversation"):
+            raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
+        try:
+            self.options = Options.of(options, **given)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        self._code_tool = code_tool or self.options.code_tool(
+            keep_spare=self.prestart and self.scope == "run")
 
 
 @dataclass(kw_only=True)
@@ -64,34 +98,16 @@ class _RunState:
 
 
 @dataclass(init=False)
-class CodeModeToolset(WrapperToolset[AgentDepsT], Facade):
-    """Shows the model one `run_python` tool in place of the wrapped toolset's tools.
+class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
+    """Shows the model one `run_python` tool in place of the wrapped toolset's tools. Made
+    with `CodeModeArgs`."""
 
-    The options are every front end's (`tooliscode.adapters.Options`), and:
-    `scope`: `"run"`, a fresh interpreter per agent run; `"conversation"`, one per
-    `conversation_id`, kept across runs (with a `store`, in any worker process, paused cells
-    included). `max_retries`: how many failed cells in a row the model may retry before the
-    run fails. `prestart`: have the run's interpreter started before its first code arrives
-    (run scope): a spare made when the previous run ended, or one started when the tools are
-    first listed.
-    """
-
-    options: Options
-    scope: Scope
-    max_retries: int
-    prestart: bool
-    _code_tool: CodeTool = field(repr=False)
-    """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s)."""
     _run: _RunState | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __init__(self, wrapped: AbstractToolset[AgentDepsT], *, scope: Scope = "run",
-                 max_retries: int = 3, prestart: bool = True, options: Options | None = None,
-                 _code_tool: CodeTool | None = None, **changes: Unpack[OptionArgs]):
+    def __init__(self, wrapped: AbstractToolset[AgentDepsT], *, options: Options | None = None,
+                 _code_tool: CodeTool | None = None, **args: Unpack[CodeModeArgs]):
         self.wrapped = wrapped
-        self.options = options_of(options, scope, changes)
-        self.scope, self.max_retries, self.prestart = scope, max_retries, prestart
-        self._code_tool = _code_tool or self.options.code_tool(
-            keep_spare=prestart and scope == "run")
+        self._configure(options, _code_tool, args)
         self._run = None
 
     # -- lifecycle ----------------------------------------------------------------------
