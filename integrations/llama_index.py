@@ -21,6 +21,7 @@ No `from __future__ import annotations` here: FunctionTool finds the `Context` p
 annotation object.
 """
 
+import contextvars
 import inspect
 import uuid
 from collections.abc import Hashable, Iterable
@@ -37,8 +38,13 @@ from tooliscode import ToolError
 from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
 from tooliscode.adapters import evaluated as _evaluated
 from tooliscode.codetool import Reply
+from tooliscode.engine import run_in
 from tooliscode.tools import return_schema
 from typing_extensions import Unpack
+
+# What `Context.wait_for_event` raises to suspend a step until a person answers (the step is
+# then run again); not exported by the workflows package.
+from workflows.runtime.types.results import WaitingForEvent
 
 __all__ = ["CONVERSATION_KEY", "CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
 
@@ -57,6 +63,9 @@ class _Turn(Cell):
 
     ctx: Context | None
     is_async: bool
+    context: contextvars.Context | None = None
+    """The code tool's context variables: the workflow's step is among them (a tool that asks
+    the user, `ctx.wait_for_event`, must run within it)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,8 @@ class _Hooks(Hooks[BaseTool, _Turn]):
                    call_id: str) -> Any:
         tool = binding.native
         if cell.is_async or _async_only(tool):
-            return await _acall(adapt_to_async_tool(tool), arguments, cell.ctx, call_id)
+            call = _acall(adapt_to_async_tool(tool), arguments, cell.ctx, call_id)
+            return await (run_in(cell.context.copy(), call) if cell.context else call)
         # Called with `call`: the sync tool runs where the code tool was called from (the
         # sandbox's own loop, no other work on it), as `call` would run it.
         try:
@@ -114,7 +124,8 @@ class _Sandboxes(ToolsFacade):
         self._serve(Tools.of(_Hooks(by_function), natives, options.callers), options)
 
     async def _arun(self, code: str, ctx: Context | None, name: str) -> Any:
-        turn = _Turn(ctx=ctx, is_async=True, call_id=name, tools=self._tools)
+        turn = _Turn(ctx=ctx, is_async=True, context=contextvars.copy_context(), call_id=name,
+                     tools=self._tools)
         reply = await self.code_tool.arun_code(code, key=await _conversation(ctx), context=turn)
         return self._tools.hooks.render(reply)
 
@@ -195,6 +206,10 @@ async def _acall(tool: Any, arguments: dict[str, Any], ctx: Context | None,
                                            tool_id=call_id))
     try:
         output = await tool.acall(**_with_context(tool, arguments, ctx))
+    except WaitingForEvent:
+        raise ToolError(f"{name} waits for a person's answer, which code cannot wait for "
+                        "here, so the call was refused: give it to the agent as a tool of its "
+                        f"own (callers={{{name!r}: 'direct'}})") from None
     except Exception as exc:  # noqa: BLE001 - reported as the agents report it, then raised
         output = ToolOutput(content=str(exc), tool_name=name, raw_input=arguments,
                             raw_output=str(exc), is_error=True, exception=exc)

@@ -107,7 +107,8 @@ class ScriptedClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
             return ChatResponse(messages=Message(role="assistant", contents=[
                 Content.from_function_call(call_id=f"call-{len(self.calls)}",
                                            name=reply.get("name", "execute_code"),
-                                           arguments={"code": reply["code"]})]))
+                                           arguments=reply.get("arguments",
+                                                               {"code": reply.get("code")}))]))
         return respond()
 
     def results(self) -> list[Any]:
@@ -283,3 +284,43 @@ async def test_an_mcp_tools_functions_run_from_code():
             provider.close()
     with pytest.raises(TypeError, match="function tools only"):
         CodeActProvider(tools=[{"type": "web_search"}])
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    async def direct():
+        client = ScriptedClient({"name": "post", "arguments": dict(ONLY_REQUIRED)}, "done")
+        await Agent(client=client, tools=[tool(post)]).run("go", session=AgentSession())
+
+    async def from_code():
+        provider = CodeActProvider(tools=[tool(post) if as_given == "decorated" else post])
+        try:
+            await Agent(client=ScriptedClient(code(CODE), "done"),
+                        context_providers=[provider]).run("go", session=AgentSession())
+        finally:
+            provider.close()
+
+    await asame_as_direct(direct, from_code)
+
+
+@pytest.mark.parametrize("provided", [True, False])
+async def test_a_rejected_code_call_never_runs_a_tool_that_requires_approval(provided):
+    """`approval_mode="always_require"` on the tool, as a user sets it, and nothing else: the
+    code call waits for the user, who says no; the tool never runs (nor did it before)."""
+    client = ScriptedClient(code("print(cancel(order_id=7))"), "done")
+    holder: Any = CodeActProvider(tools=[cancel]) if provided else ExecuteCodeTool(tools=[cancel])
+    agent = Agent(client=client, **({"context_providers": [holder]} if provided else
+                                    {"tools": [holder]}))
+    session = AgentSession()
+    REFUNDED.clear()
+    try:
+        paused = await agent.run("cancel order 7", session=session)
+        (request,) = paused.user_input_requests
+        assert request.function_call.name == "execute_code" and REFUNDED == []
+        answer = request.to_function_approval_response(approved=False)
+        await agent.run(Message(role="user", contents=[answer]), session=session)
+    finally:
+        holder.close()
+    assert REFUNDED == []

@@ -242,3 +242,19 @@ def test_callables_and_toolkits() -> None:
         code.close()
     with pytest.raises(TypeError):
         as_langchain_tool([42])
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given) -> None:
+    from _defaults import CODE, ONLY_REQUIRED, post, same_as_direct
+    from langchain_core.tools import StructuredTool
+    from langchain_core.tools import tool as lc_tool
+
+    given = lc_tool(post) if as_given == "decorated" else post
+    direct = given if as_given == "decorated" else StructuredTool.from_function(post)
+    code = as_langchain_tool([given])
+    try:
+        same_as_direct(lambda: direct.invoke(ONLY_REQUIRED),
+                       lambda: code.invoke({"code": CODE}))
+    finally:
+        code.close()

@@ -308,3 +308,23 @@ async def test_a_strict_tool_needs_from_code_only_what_the_sdk_needs():
     catalog = model.first_call.system_instructions
     assert "post_tweet(content: str, tags: list[str] = [], reply_to: int | None = None, " \
            "lang: str | None = 'en')" in catalog, catalog
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    sdk_tool = function_tool(post)  # strict, as the SDK makes it by default
+    arguments = json.dumps(ONLY_REQUIRED)
+
+    async def direct():
+        await sdk_tool.on_invoke_tool(ToolContext(context=None, tool_name="post",
+                                                  tool_call_id="c", tool_arguments=arguments),
+                                      arguments)
+
+    async def from_code():
+        with CodeModeToolset([sdk_tool if as_given == "decorated" else post]) as code:
+            agent, _ = _agent(code, _code_call(CODE), ModelStep.respond(_echo_last_output))
+            await Runner.run(agent, "go")
+
+    await asame_as_direct(direct, from_code)
