@@ -16,7 +16,6 @@ returning a `CodeOutput`, and `cleanup`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ from smolagents import AgentError, AgentImage, PythonExecutor
 # `CodeOutput` and `InterpreterError` are public classes that smolagents' top-level package
 # does not re-export; its own remote executors import them from this module too.
 from smolagents.local_python_executor import CodeOutput, InterpreterError
-from tooliscode import Session, ToolError, to_json_value
+from tooliscode import Session, ToolError, adapters
 from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
 from tooliscode.codetool import Reply
 from typing_extensions import Unpack
@@ -150,7 +149,7 @@ class WasmExecutor(PythonExecutor, ToolsFacade):
         self.figures = []
         if self._variables:
             variables, self._variables = self._variables, {}
-            self._check(self._run(_assignment(variables)))
+            self._check(self._run(adapters.variables_code(variables)))
         reply = self._check(self._run(code_action))
         self.figures = [AgentImage(i.data).to_raw() for i in reply.images]
         result = reply.result
@@ -193,8 +192,3 @@ class WasmExecutor(PythonExecutor, ToolsFacade):
             raise InterpreterError(reply.text)
         return reply
 
-
-def _assignment(variables: Mapping[str, Any]) -> str:
-    """Code that defines `variables` in the sandbox's globals."""
-    data = json.dumps({str(k): to_json_value(v) for k, v in variables.items()})
-    return f"globals().update(__import__('json').loads({data!r}))"

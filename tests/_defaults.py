@@ -28,19 +28,6 @@ def post(content: str, tags: list[str] = [], reply_to: int | None = None,  # noq
     return got
 
 
-async def apost(content: str, tags: list[str] = [], reply_to: int | None = None,  # noqa: B006
-                lang: str | None = "en") -> dict:
-    """Post a message.
-
-    Args:
-        content: What to post.
-        tags: Tags for it.
-        reply_to: The message it answers, if any.
-        lang: Its language.
-    """
-    return post(content, tags, reply_to, lang)
-
-
 def same_as_direct(direct: Any, from_code: Any) -> None:
     """`direct()` calls the tool as the framework calls the model's call, `from_code()` runs
     `CODE` through the adapter: the tool got the same arguments both times, its defaults."""

@@ -9,7 +9,7 @@ conversation a call belongs to, how a reply becomes the framework's content, and
 becomes its pending structure.
 """
 
-from ._arguments import code_of
+from ._arguments import code_of, variables_code
 from ._binding import Approval, Binding, callable_parameters
 from ._catalog import Catalog
 from ._cell import Cell, running
@@ -21,4 +21,4 @@ from ._tools import Tools, unapproved
 
 __all__ = ["Approval", "Binding", "Catalog", "Cell", "Facade", "Hooks", "OptionArgs", "Options",
            "Placement", "Tools", "ToolsFacade", "callable_parameters", "code_of", "evaluated",
-           "running", "unapproved"]
+           "running", "unapproved", "variables_code"]
