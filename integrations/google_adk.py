@@ -114,7 +114,7 @@ class _Hooks(Hooks[BaseTool, _Cell]):
 _HOOKS = _Hooks()
 
 
-class CodeModeToolset(BaseToolset, Facade):  # type: ignore[misc] # ADK's close is async
+class CodeModeToolset(BaseToolset, Facade):
     """One `run_python` tool over ADK tools, toolsets and callables, for `LlmAgent(tools=...)`.
 
     `tools` takes what `LlmAgent(tools=...)` takes: callables, `BaseTool`s (`FunctionTool`s

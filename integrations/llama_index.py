@@ -99,7 +99,7 @@ class _Hooks(Hooks[BaseTool, _Turn]):
         # Called with `call`: the sync tool runs where the code tool was called from (the
         # sandbox's own loop, no other work on it), as `call` would run it.
         try:
-            output = tool.call(**_with_context(tool, arguments, cell.ctx))
+            output = adapt_to_async_tool(tool).call(**_with_context(tool, arguments, cell.ctx))
         except Exception as exc:
             raise ToolError(str(exc)) from exc
         return _value(output)

@@ -42,7 +42,8 @@ from tooliscode.integrations.langchain import CodeModeMiddleware, as_langchain_t
 MODES = ["batched", "per_call"]
 GATHERED = ("import asyncio\n"
             "late = find_late_orders()\n"
-            "sent = await asyncio.gather(*(send_email(to=o['customer'], body=f\"order {o['id']}\")\n"
+            "sent = await asyncio.gather(*(send_email(to=o['customer'],\n"
+            "                                         body=f\"order {o['id']}\")\n"
             "                              for o in late), return_exceptions=True)\n"
             "print([str(s) for s in sent])")
 ONE_BY_ONE = ("for o in find_late_orders():\n"

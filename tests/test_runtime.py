@@ -55,8 +55,10 @@ def _run(code: str, cache: Path, timeout: float = 300, args: tuple[str, ...] | l
                           text=True, timeout=timeout)
 
 
-_SIX_BY_SEVEN = "from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\ns.close()"
-_ONE_PLUS_ONE = "from tooliscode import Session\nwith Session([]) as s:\n    print(s.run('1+1').value)"
+_SIX_BY_SEVEN = ("from tooliscode import Session\ns = Session([])\n"
+                 "print(s.run('6*7').value)\ns.close()")
+_ONE_PLUS_ONE = ("from tooliscode import Session\nwith Session([]) as s:\n"
+                 "    print(s.run('1+1').value)")
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from ._cell import Cell, running
 from ._evaluated import evaluated
 from ._facade import Facade, ToolsFacade
 from ._hooks import Hooks
-from ._options import OptionArgs, Options, Placement
+from ._options import CommonArgs, OptionArgs, Options, Placement
 from ._tools import Tools, unapproved
 
-__all__ = ["Approval", "Binding", "Catalog", "Cell", "Facade", "Hooks", "OptionArgs", "Options",
-           "Placement", "Tools", "ToolsFacade", "callable_parameters", "code_of", "evaluated",
-           "running", "unapproved", "variables_code"]
+__all__ = ["Approval", "Binding", "Catalog", "Cell", "CommonArgs", "Facade", "Hooks", "OptionArgs",
+           "Options", "Placement", "Tools", "ToolsFacade", "callable_parameters", "code_of",
+           "evaluated", "running", "unapproved", "variables_code"]

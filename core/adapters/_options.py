@@ -23,7 +23,7 @@ from ..prompt import CODE_TOOL_NAME
 from ..runtime import Runtime, python_note
 from ..tools import Caller, check_callers
 
-__all__ = ["OptionArgs", "Options", "Placement"]
+__all__ = ["CommonArgs", "OptionArgs", "Options", "Placement"]
 
 Placement = Literal["auto", "description", "prompt"]
 """Where the guide and the catalog go: `"auto"`, the system prompt when the front end can put
@@ -104,8 +104,9 @@ class Options:
                         max_sessions=self.max_sessions, keep_spare=keep_spare, store=self.store)
 
 
-class OptionArgs(TypedDict, total=False):
-    """`Options` as keyword arguments (`**options: Unpack[OptionArgs]`)."""
+class CommonArgs(TypedDict, total=False):
+    """`Options` as keyword arguments, but the code tool's name (for a front end whose own
+    `name` is another thing's: an MCP server's)."""
 
     runtime: Runtime | str | None
     limits: Limits | None
@@ -115,4 +116,9 @@ class OptionArgs(TypedDict, total=False):
     callers: Mapping[str, Caller]
     describe_names: bool
     instructions: Placement
+
+
+class OptionArgs(CommonArgs, total=False):
+    """`Options` as keyword arguments (`**options: Unpack[OptionArgs]`)."""
+
     name: str

@@ -112,5 +112,5 @@ class _AsyncCall(_Call):
 
     __slots__ = ()
 
-    async def __call__(self, /, **arguments: Any) -> Any:  # type: ignore[override]
+    async def __call__(self, /, **arguments: Any) -> Any:
         return await self._call(arguments)

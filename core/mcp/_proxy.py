@@ -30,7 +30,7 @@ from typing import Any
 
 from typing_extensions import Self, Unpack
 
-from ..adapters import Catalog, Facade, OptionArgs, Options
+from ..adapters import Catalog, CommonArgs, Facade, Options
 from ..codetool import CodeTool, Starting, Toolbox, require_key
 from ..engine import CellImage
 from ..errors import ToolIsCodeError
@@ -80,7 +80,8 @@ class UpstreamError(ToolIsCodeError):
 
     def __init__(self, failures: Mapping[str, str]):
         self.failures = dict(failures)
-        lines = [f"the MCP server {name!r} failed to start: {why}" for name, why in failures.items()]
+        lines = [f"the MCP server {name!r} failed to start: {why}"
+                 for name, why in failures.items()]
         super().__init__("\n".join(lines))
 
 
@@ -98,7 +99,7 @@ class CodeModeProxy(Facade, Starting):
     """
 
     def __init__(self, servers: Mapping[str, MCPServer], *, name: str = "tooliscode",
-                 api_key: str | None = None, **options: Unpack[OptionArgs]):
+                 api_key: str | None = None, **options: Unpack[CommonArgs]):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
@@ -109,7 +110,8 @@ class CodeModeProxy(Facade, Starting):
         client session's interpreter (over HTTP, any worker resumes it)."""
         self.api_key = api_key
         """Over HTTP, clients must send it (`Authorization: Bearer <key>`); 401 otherwise."""
-        self._code_tool: CodeTool | None = None
+        self._started: CodeTool | None = None
+        """The code tool, once the proxy has started."""
         self._registry = ToolRegistry()
         self._direct: dict[str, tuple[MCPServer, Tool]] = {}
         self._instructions = ""
@@ -144,7 +146,7 @@ class CodeModeProxy(Facade, Starting):
             raise
         self._direct = {t.name: (s, t) for s, t in everything if t in direct}
         self._registry = ToolRegistry(tools)
-        self._code_tool = self.options.code_tool(Toolbox.of(tools))
+        self._started = self.options.code_tool(Toolbox.of(tools))
         notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
                  for s in self.servers.values() if s.instructions]
         self._instructions = Catalog.of(tools, CODE_TOOL_NAME, python=self.options.python,
@@ -153,7 +155,7 @@ class CodeModeProxy(Facade, Starting):
 
     def close(self) -> None:
         """Close every interpreter, then every upstream server."""
-        code_tool, self._code_tool = self._code_tool, None
+        code_tool, self._started = self._started, None
         if code_tool is not None:
             code_tool.close()
         for server in self.servers.values():
@@ -161,7 +163,7 @@ class CodeModeProxy(Facade, Starting):
 
     async def aclose(self) -> None:
         """`close` without blocking the event loop."""
-        code_tool, self._code_tool = self._code_tool, None
+        code_tool, self._started = self._started, None
         if code_tool is not None:
             await asyncio.to_thread(code_tool.close)
         await self._close_servers()
@@ -178,9 +180,9 @@ class CodeModeProxy(Facade, Starting):
     @property
     def code_tool(self) -> CodeTool:
         """The code tool over the upstream tools (the proxy must be started)."""
-        if self._code_tool is None:
+        if self._started is None:
             raise RuntimeError("the proxy is not started: use `async with proxy:`")
-        return self._code_tool
+        return self._started
 
     @property
     def instructions(self) -> str:
@@ -374,8 +376,8 @@ class CodeModeProxy(Facade, Starting):
             connection.exit_stack.push_async_callback(asyncio.to_thread, self._drop, key)
         return key, False
 
-    def _drop(self, key: Hashable) -> None:
-        code_tool = self._code_tool
+    def _drop(self, key: tuple[str, str]) -> None:
+        code_tool = self._started
         if code_tool is not None and code_tool.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
 

@@ -155,13 +155,13 @@ class ToolIsCode(Facade, Closing):
         """The code tool in `api`'s shape, then the tools the model calls directly, then the
         passed-through non-function tools."""
         catalog = self._catalog()
-        bodies = [{"name": self.name,
+        bodies: list[dict[str, Any]] = [{"name": self.name,
                    "description": catalog.tool_description(self.options.in_description(True)),
                    "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True},
                   *({"name": t.name, "description": t.description,
                      "parameters": copy.deepcopy(t.parameters)} for t in self._direct.values())]
-        shaped = [{"type": "function", "function": b} if api == "chat" else
-                  {"type": "function", **b} for b in bodies]
+        shaped: list[dict[str, Any]] = [{"type": "function", "function": b} if api == "chat"
+                                        else {"type": "function", **b} for b in bodies]
         return [*shaped, *copy.deepcopy(self._passthrough)]
 
     @property
@@ -181,7 +181,7 @@ class ToolIsCode(Facade, Closing):
                           notes=[LLM_QUERY_NOTE] if self._llm is not None else [])
 
     @property
-    def runtime(self) -> Runtime | None:
+    def runtime(self) -> Runtime | str | None:
         return self.code_tool.runtime
 
     @property

@@ -23,9 +23,10 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+from langchain_core.messages import ToolCall
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
@@ -73,7 +74,7 @@ class Gate:
             if when is None or when(request_for(turn, call, arguments, call_id)):
                 unreviewed.set(call.name)
             return
-        tool_call = {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
+        tool_call = ToolCall(name=call.name, args=arguments, id=call_id, type="tool_call")
         runtime = get_runtime()
         if not hitl._should_interrupt(tool_call, config, state, runtime):  # the `when` test
             return
@@ -273,8 +274,9 @@ def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decisi
                          f"hanging tool calls ({len(gated)}).")
     out: dict[str, Decision] = {}
     for p, decision in zip(gated, given):
-        call = {"name": p.tool, "args": p.arguments, "id": p.id, "type": "tool_call"}
-        allowed = {"allowed_decisions": p.metadata["review"]["allowed_decisions"]}
+        call = ToolCall(name=p.tool, args=p.arguments, id=p.id, type="tool_call")
+        allowed = cast(InterruptOnConfig,
+                       {"allowed_decisions": p.metadata["review"]["allowed_decisions"]})
         _, message = HumanInTheLoopMiddleware._process_decision(decision, call, allowed)
         kind = decision["type"]
         if kind == "approve":
@@ -287,8 +289,8 @@ def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decisi
             out[p.id] = Decision.approve(arguments=dict(edited["args"]))
         elif kind == "respond":
             out[p.id] = Decision.respond(decision["message"])
-        else:
-            out[p.id] = Decision.reject(str(message.text))  # the middleware's own wording
+        else:  # the middleware's own wording
+            out[p.id] = Decision.reject(str(message.text) if message is not None else "")
     return out
 
 

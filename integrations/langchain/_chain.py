@@ -171,7 +171,8 @@ def _child(config: RunnableConfig | None) -> RunnableConfig:
     turn = _calling.get()
     if turn is None or config is None:
         return config or {}
-    return patch_config(config, callbacks=turn.config.get("callbacks"))
+    callbacks = turn.config.get("callbacks")  # the child manager `_tool.py` made for the cell
+    return patch_config(config, callbacks=callbacks)  # type: ignore[arg-type]
 
 
 def value_of(result: Any, call_id: str) -> Any:
@@ -195,7 +196,7 @@ def request_for(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: 
     """The `run_python` request made into one inner call's."""
     request = turn.chain.request  # type: ignore[union-attr]
     runtime = request.runtime
-    if dataclasses.is_dataclass(runtime):
+    if dataclasses.is_dataclass(runtime) and not isinstance(runtime, type):
         runtime = dataclasses.replace(runtime, tool_call_id=call_id)
     return dataclasses.replace(
         request, tool=tool, runtime=runtime,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import TypeAdapter
 from pydantic_ai import RunContext
@@ -51,25 +51,28 @@ class CodeModeArgs(OptionArgs, total=False):
     made when the previous run ended, or one started when the tools are first listed."""
 
 
+_DEFAULTS: CodeModeArgs = {"scope": "run", "max_retries": 3, "prestart": True}
+"""PydanticAI's own options' defaults (the others are every front end's, `Options`)."""
+
+
 @dataclass(init=False)
 class Settings(Facade):
     """What `CodeModeToolset` and `CodeMode` are made with (see `CodeModeArgs`)."""
 
     options: Options
-    scope: Scope = "run"
-    max_retries: int = 3
-    prestart: bool = True
-    _code_tool: CodeTool = field(default=None, repr=False)  # type: ignore[assignment]
+    scope: Scope
+    max_retries: int
+    prestart: bool
+    _code_tool: CodeTool = field(repr=False)
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s)."""
 
     def _configure(self, options: Options | None, code_tool: CodeTool | None,
                    args: CodeModeArgs) -> None:
         """Take `args` (mistakes reported as PydanticAI reports them, `UserError`)."""
-        given: dict[str, Any] = dict(args)
-        # the class's defaults, unless given
-        self.scope = given.pop("scope", self.scope)
-        self.max_retries = given.pop("max_retries", self.max_retries)
-        self.prestart = given.pop("prestart", self.prestart)
+        given: dict[str, Any] = {**_DEFAULTS, **args}
+        self.scope = given.pop("scope")
+        self.max_retries = given.pop("max_retries")
+        self.prestart = given.pop("prestart")
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
         try:
@@ -191,7 +194,8 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
             name=name, description=state.description, parameters_json_schema=CODE_TOOL_SCHEMA,
             sequential=True, metadata={"code_arg_name": "code", "code_arg_language": "python"})
         code = _CodeTool(toolset=self, tool_def=code_def, max_retries=self.max_retries,
-                         args_validator=_CODE_ARGS.validator, inner=inner, tools=listed)
+                         args_validator=cast(Any, _CODE_ARGS.validator), inner=inner,
+                         tools=listed)
         return {**native, name: code}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:

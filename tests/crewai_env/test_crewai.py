@@ -25,7 +25,8 @@ from crewai.tools import tool
 from tooliscode import Limits
 from tooliscode.integrations.crewai import CodeModeTool, as_crewai_tool, code_mode
 
-list_orders, get_customer, refund = tool(shop.list_orders), tool(shop.get_customer), tool(shop.refund)
+list_orders, get_customer, refund = (tool(shop.list_orders), tool(shop.get_customer),
+                                     tool(shop.refund))
 
 
 class Script(BaseLLM):
