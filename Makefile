@@ -58,9 +58,17 @@ test: setup
 bench: setup
 	$(PY) benchmarks/run_all.py
 
+# mypy reads the package as it is installed (core/ is `tooliscode`, integrations/ is
+# `tooliscode.integrations`), which an editable install hides behind an import hook: a tree of
+# links shows it that layout. What it checks is in pyproject.toml ([tool.mypy]).
+TYPED := build/typed
 lint: setup
 	$(PY) -m ruff check core integrations tests examples benchmarks
 	$(VENV)/bin/lint-imports
+	rm -rf $(TYPED) && mkdir -p $(TYPED)/tooliscode
+	for p in core/*; do ln -s ../../../$$p $(TYPED)/tooliscode/; done
+	ln -s ../../../integrations $(TYPED)/tooliscode/integrations
+	cd $(TYPED) && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml
 
 clean:
 	rm -rf $(VENV) $(CREW) build *.egg-info

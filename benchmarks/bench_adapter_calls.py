@@ -256,7 +256,7 @@ async def per_call(n: int, rounds: int) -> dict[tuple[str, str], float]:
             code = guest_loop(fn, n)
             probes["sandbox", kind] = session_probe(stack.enter_context(Session([fn])), code, kind)
             probes["ADK", kind], toolset = adk_probe(fn, code)
-            stack.callback(toolset.codetool.close)
+            stack.callback(toolset.code_tool.close)
             probes["ADK dispatch", kind] = adk_dispatch_probe(fn, n)
             probes["ADK direct", kind], straight = adk_direct_probe(fn, code)
             stack.callback(straight.close)

@@ -25,8 +25,8 @@ from tooliscode import Limits, Session
 ROWS = "data = [{{'id': i, 'name': f'item {{i}}', 'tags': ['a', 'b']}} for i in range({n})]"
 TEN_MB = ROWS.format(n=50_000)
 """About 10 MB of objects (`_held` prints it), in about 11 MB of fresh pages: the start image's
-free holes are filled when it is built (`runtime/data/_image_ballast.py`), else the guest's allocator
-spread these objects over 8,000 of the image's pages and the snapshot carried 44 MB."""
+free holes are filled when it is built (`runtime/data/_image_ballast.py`), else the guest's
+allocator spread these objects over 8,000 of the image's pages and the snapshot carried 44 MB."""
 BIG = ROWS.format(n=100_000)
 """The earlier "10 MB" row: about 20 MB of objects."""
 HELD = ("import sys\nprint(len(data), round(sum(sys.getsizeof(d) + sys.getsizeof(d['id']) + "

@@ -272,7 +272,7 @@ def workloads(repeat: int = 3) -> list[Row]:
     return rows
 
 
-# -- 4. limits ----------------------------------------------------------------------------------------
+# -- 4. limits -------------------------------------------------------------------------------------
 
 def ours_under(code: str, limits: Limits) -> str:
     """How our executor ended `code`, after how long, and whether the next step still runs."""

@@ -65,7 +65,8 @@ def rows(outcomes: list[Outcome] | None = None) -> list[Row]:
     plain, code = sum(o.plain.tokens for o in outcomes), sum(o.code.tokens for o in outcomes)
     trips = [sum(o.plain.round_trips for o in outcomes), sum(o.code.round_trips for o in outcomes)]
     right = sum(o.plain.correct and o.code.correct for o in outcomes)
-    out.append(Row(f"all {len(outcomes)} tasks and conversations", f"input tokens {plain:,} -> {code:,} "
+    out.append(Row(f"all {len(outcomes)} tasks and conversations",
+                   f"input tokens {plain:,} -> {code:,} "
                    f"({_change(1 - code / plain)}); round trips {trips[0]} -> {trips[1]}; "
                    f"{right}/{len(outcomes)} tasks answered right by both",
                    "every answer right", "ok" if right == len(outcomes) else "WRONG"))

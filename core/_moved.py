@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import warnings
@@ -63,10 +64,11 @@ MOVED: dict[str, tuple[str, str]] = {
 
 
 class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name: str, path: object = None, target: object = None):
+    def find_spec(self, name: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
         return importlib.util.spec_from_loader(name, self) if name in MOVED else None
 
-    def create_module(self, spec) -> ModuleType:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         now, public = MOVED[spec.name]
         warnings.warn(f"{spec.name} is deprecated and will be removed in tooliscode "
                       f"{REMOVED_IN}: import from {public} instead", DeprecationWarning,

@@ -97,7 +97,7 @@ def _process_folder() -> Path:
 
 def sweep(root: Path) -> list[Path]:
     """Remove the process folders in `root` whose owner is provably gone; returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(root))
     except OSError:

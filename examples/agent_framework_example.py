@@ -96,7 +96,7 @@ async def main() -> int:
                 elif content.type == "function_result":
                     print(f"--- what it read back ---\n{content.result}")
         print(f"=== assistant: {result.text}")
-        kept = codeact.execute_code.session_ids
+        kept = codeact.live()
         print(f"{len(codeact.get_tools())} tools behind execute_code; {len(kept)} interpreter "
               f"kept, for session {kept[0] == session.session_id and session.session_id}")
     finally:

@@ -106,8 +106,8 @@ def model() -> Any:
 
 
 def agent(checkpointer: Any, store: FolderStore) -> tuple[Any, CodeModeMiddleware]:
-    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
-    code = CodeModeMiddleware([find_late_orders, send_email], hitl=hitl, store=store)
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})  # as for direct calls
+    code = CodeModeMiddleware([find_late_orders, send_email], store=store)  # finds the review
     graph = create_agent(model(), middleware=[code, hitl], checkpointer=checkpointer,
                          system_prompt="Email every customer whose order is late.")
     return graph, code

@@ -36,7 +36,8 @@ tokyo, new_york = await asyncio.gather(
     mcp_time.get_current_time(timezone="Asia/Tokyo"),
     mcp_time.get_current_time(timezone="America/New_York"))
 print("commits by author:", dict(authors.most_common()))
-print("Tokyo:", tokyo["datetime"][11:16], tokyo["day_of_week"], "| New York:", new_york["datetime"][11:16])
+print("Tokyo:", tokyo["datetime"][11:16], tokyo["day_of_week"],
+      "| New York:", new_york["datetime"][11:16])
 """
 
 

@@ -3,8 +3,8 @@
     python examples/openai_agents_example.py
 
 Offline, the SDK's own scripted model plays the assistant; with OPENAI_API_KEY set, a real
-model does. Either way the tools run for real, and the trace (kept in memory here) shows each call the
-code made as a function span inside the code tool's span.
+model does. Either way the tools run for real, and the trace (kept in memory here) shows each call
+the code made as a function span inside the code tool's span.
 """
 
 from __future__ import annotations

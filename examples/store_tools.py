@@ -127,7 +127,8 @@ def cancel_order(order_id: str) -> dict:
     """Cancel an open order."""
     order = get_order(order_id)
     if order["status"] != "open":
-        raise ValueError(f"order {order_id} is {order['status']}, only open orders can be cancelled")
+        raise ValueError(f"order {order_id} is {order['status']}, only open orders can be "
+                         "cancelled")
     order["status"] = "cancelled"
     return order
 
@@ -229,7 +230,8 @@ def web_logs(date: str) -> str:
     """The raw web server access log of one day (about 2 MB of text)."""
     rng = random.Random(date)
     return "\n".join(f"{date}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} "
-                     f"{rng.choice(('GET', 'POST'))} /{rng.choice(CATEGORIES)}/{rng.randint(1, 600)}"
+                     f"{rng.choice(('GET', 'POST'))} "
+                     f"/{rng.choice(CATEGORIES)}/{rng.randint(1, 600)}"
                      f" {rng.choice((200, 200, 200, 404, 500))} {rng.randint(80, 9000)}ms"
                      for _ in range(40_000))
 
@@ -240,7 +242,8 @@ def top_pages(date: str, limit: int = 10) -> list[dict]:
     for line in web_logs(date).splitlines():
         path = line.split()[2]
         counts[path] = counts.get(path, 0) + 1
-    return [{"path": p, "hits": n} for p, n in sorted(counts.items(), key=lambda kv: -kv[1])][:limit]
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [{"path": p, "hits": n} for p, n in ranked][:limit]
 
 
 def conversion_funnel(month: str) -> dict:
@@ -343,7 +346,8 @@ def callback(req_id: str, func_name: str, args: dict[str, Any]) -> Any:
         case "get_exchange_rate":
             return {"currency": args["currency"], "usd": _RATES.get(args["currency"].upper())}
         case "get_tax_rate":
-            return {"region": args["region"], "rate": {"EU": 0.2, "NA": 0.07}.get(args["region"], 0.1)}
+            rate = {"EU": 0.2, "NA": 0.07}.get(args["region"], 0.1)
+            return {"region": args["region"], "rate": rate}
         case "list_invoices" | "get_invoice":
             rows = [{"id": f"inv{o['id'][1:]}", "customer_id": o["customer_id"],
                      "amount": o["total"]} for o in ORDERS[:500]]

@@ -23,10 +23,8 @@ survive across the runs of one session.
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-import itertools
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_framework import (
@@ -39,15 +37,22 @@ from agent_framework import (
     normalize_tools,
 )
 from agent_framework.exceptions import ToolException
-from tooliscode import Limits, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox, fingerprint
-from tooliscode.durable import Keeper, SessionStore
+from tooliscode import ToolError
+from tooliscode.adapters import (
+    Binding,
+    Cell,
+    Facade,
+    Hooks,
+    OptionArgs,
+    Options,
+    Tools,
+    ToolsFacade,
+)
+from tooliscode.codetool import CodeTool, Reply, Toolbox
 from tooliscode.engine import run_in
-from tooliscode.prompt import CODE_TOOL_SCHEMA, code_tool_description, instructions
-from tooliscode.runtime import Runtime, python_note
+from tooliscode.prompt import CODE_TOOL_SCHEMA
 from tooliscode.tools import return_schema
-
-from ._inner import running
+from typing_extensions import Unpack
 
 __all__ = ["CodeActProvider", "ExecuteCodeTool"]
 
@@ -58,48 +63,65 @@ ApprovalMode = Literal["always_require", "never_require"]
 ToolsInput = FunctionTool | Callable[..., Any] | Sequence[FunctionTool | Callable[..., Any]]
 
 
-@dataclass
-class _Cell:
+@dataclass(kw_only=True)
+class _Cell(Cell):
     """What the running cell's calls need: the code tool's invocation context, and its
     context variables (the current span among them)."""
 
     ctx: FunctionInvocationContext
     context: contextvars.Context
-    call_id: str
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-
-    async def call(self, tool: FunctionTool, arguments: dict[str, Any]) -> Any:
-        outer = self.ctx
-        ctx = FunctionInvocationContext(
-            function=tool, arguments=arguments, session=outer.session, kwargs=outer.kwargs,
-            tools=outer.tools,
-            parent_service_session_state_keys=outer.parent_service_session_state_keys)
-        try:
-            return _plain(await tool.invoke(arguments=arguments, context=ctx, skip_parsing=True,
-                                            tool_call_id=f"{self.call_id}:{next(self.ids)}"))
-        except ToolException as exc:
-            raise ToolError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class _InnerTool:
-    """The function the session calls for one registered tool: it runs in the current cell."""
+class _Hooks(Hooks[FunctionTool, _Cell]):
+    """Function tools, invoked as the framework invokes the model's calls. A tool needing
+    approval makes the `execute_code` call itself need it (as in the framework's own CodeAct
+    providers): its inner calls run once that call is approved."""
 
-    sandbox: Sandbox
-    tool: FunctionTool
+    approves = True
 
-    async def __call__(self, /, **arguments: Any) -> Any:
-        cell = running(self.sandbox, _Cell)
-        return await run_in(cell.context.copy(), cell.call(self.tool, arguments))
+    def declare(self, native: FunctionTool) -> Binding[FunctionTool]:
+        """The framework's schema of the arguments, and what the function's return
+        annotation says it returns."""
+        func = native.func
+        return Binding.of(native, name=native.name, description=native.description,
+                          parameters=native.parameters(),
+                          output_schema=return_schema(func) if callable(func) else None,
+                          approval="always" if native.approval_mode == "always_require"
+                          else "never")
+
+    async def call(self, cell: _Cell, binding: Binding[FunctionTool], arguments: dict[str, Any],
+                   call_id: str) -> Any:
+        # in the code tool's context variables (its span): no task of its own
+        return await run_in(cell.context.copy(), _invoke(cell, binding.native, arguments,
+                                                         call_id))
+
+    def render(self, reply: Reply) -> list[Content]:
+        """The text, then each figure the cell made as image data."""
+        return [Content.from_text(reply.text),
+                *(Content.from_data(data=i.data, media_type=i.mime, name=i.path,
+                                    additional_properties={"path": f"/session/{i.path}"})
+                  for i in reply.images)]
+
+    def key(self, context: Any) -> Any:
+        session = context.session
+        return session.session_id if isinstance(session, AgentSession) else None
 
 
-def _declaration(tool: FunctionTool) -> Tool:
-    """The tool as the sandbox declares it: the framework's schema of its arguments, and what
-    its function's return annotation says it returns."""
-    func = tool.func
-    return Tool(name=tool.name, description=tool.description or "",
-                parameters=tool.parameters(),
-                output_schema=return_schema(func) if callable(func) else None)
+_HOOKS = _Hooks()
+
+
+async def _invoke(cell: _Cell, tool: FunctionTool, arguments: dict[str, Any],
+                  call_id: str) -> Any:
+    outer = cell.ctx
+    ctx = FunctionInvocationContext(
+        function=tool, arguments=arguments, session=outer.session, kwargs=outer.kwargs,
+        tools=outer.tools,
+        parent_service_session_state_keys=outer.parent_service_session_state_keys)
+    try:
+        return _plain(await tool.invoke(arguments=arguments, context=ctx, skip_parsing=True,
+                                        tool_call_id=call_id))
+    except ToolException as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _collect(*groups: Any, name: str) -> list[FunctionTool]:
@@ -138,33 +160,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class ExecuteCodeTool(FunctionTool):
+class ExecuteCodeTool(FunctionTool, ToolsFacade):
     """`execute_code`: runs the model's code in a sandbox where the registered tools are
-    Python functions. Put it in an agent's `tools`, and `build_instructions(...)` in its
-    instructions (or use `CodeActProvider`, which does both for every run).
+    Python functions. Put it in an agent's `tools` (the catalog rides in its description
+    unless `instructions="prompt"`: then put `build_instructions()` in the agent's
+    instructions), or use `CodeActProvider`, which adds both to every run.
 
-    Interpreters are kept per `AgentSession` (by `session_id`) in `codetool`, which copies
-    made by `create_run_tool` share; idle ones close after `idle_timeout_s`, at most
-    `max_sessions` are kept. `runtime="data"` gives the code numpy, pandas and matplotlib
-    (figures come back as image `Content`); `store=` keeps each session's interpreter in a
-    store every worker process shares (`tooliscode.durable`).
+    Interpreters are kept per `AgentSession` (by `session_id`) in `code_tool`, which the
+    copies `create_run_tool` makes share. The options are every front end's
+    (`tooliscode.adapters.Options`); `code_tool=` shares another one's interpreters.
     """
 
     def __init__(self, *, tools: ToolsInput | None = None,
-                 approval_mode: ApprovalMode | None = None, name: str = EXECUTE_CODE,
-                 limits: Limits | None = None, runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None,
-                 idle_timeout_s: float | None = 1800.0, max_sessions: int | None = 64,
-                 describe_names: bool = True, codetool: CodeTool | None = None) -> None:
-        super().__init__(name=name, description="", approval_mode="never_require",
+                 approval_mode: ApprovalMode | None = None, code_tool: CodeTool | None = None,
+                 **options: Unpack[OptionArgs]) -> None:
+        self.options = Options(**{"name": EXECUTE_CODE, **options})  # type: ignore[arg-type]
+        super().__init__(name=self.options.name, description="", approval_mode="never_require",
                          func=self._run_code, input_model=dict(CODE_TOOL_SCHEMA))
         self._default_approval_mode: ApprovalMode = approval_mode or "never_require"
-        self.codetool = codetool or CodeTool(
-            limits=limits, runtime=runtime, store=store, idle_timeout_s=idle_timeout_s,
-            max_sessions=max_sessions, describe_names=describe_names)
-        """The interpreters, by session id (`None`: calls made outside a session)."""
+        self._code_tool = code_tool or self.options.code_tool()
         self._managed: list[FunctionTool] = []
-        self._instructions: str | None = None
+        self._prompted = False
         self._refresh()
         if tools is not None:
             self.add_tools(tools)
@@ -193,27 +209,21 @@ class ExecuteCodeTool(FunctionTool):
     def _refresh(self) -> None:
         """The approval mode, catalog and sandbox tools for the current tool list. A guest's
         tools are fixed when it starts: a session whose tools changed gets a new one."""
+        managed = list(self._managed)
+        callers = {k: v for k, v in self.options.callers.items()
+                   if any(t.name == k for t in managed)}
+        self._tools = Tools.of(_HOOKS, managed, callers, extra_key=tuple(map(id, managed)))
         needs = self._default_approval_mode == "always_require" or any(
-            t.approval_mode == "always_require" for t in self._managed)
+            b.approval != "never" for b in self._tools.bindings)
         self.approval_mode = "always_require" if needs else "never_require"
-        tools = list(self._managed)
-        declarations = [_declaration(t) for t in tools]
-        self._registry = ToolRegistry(declarations)
-        self._instructions = None
-        self.description = code_tool_description(self._registry, self.name)
-        self._toolbox = Toolbox(
-            lambda sandbox: [dataclasses.replace(d, function=_InnerTool(sandbox, t))
-                             for d, t in zip(declarations, tools)],
-            (fingerprint(declarations), tuple(id(t) for t in tools)))
+        catalog = self._tools.catalog(self.options)
+        self.description = catalog.tool_description(self.options.in_description(self._prompted))
 
     # -- what the agent uses -------------------------------------------------------------
 
     def build_instructions(self, *, tools_visible_to_model: bool = False) -> str:
         """How to use the code tool, and the catalog of the registered tools."""
-        if self._instructions is None:  # a catalog of many tools takes milliseconds to build
-            self._instructions = instructions(self._registry, self.name,
-                                              python=python_note(self.codetool.runtime))
-        text = self._instructions
+        text = self._tools.catalog(self.options).instructions
         if tools_visible_to_model:
             text += (f"\n\nSome of these tools may also be offered directly; use `{self.name}` "
                      "to combine them with Python control flow.")
@@ -221,85 +231,54 @@ class ExecuteCodeTool(FunctionTool):
 
     def create_run_tool(self) -> ExecuteCodeTool:
         """A copy with today's tools, for one run (it shares the interpreters)."""
-        run = ExecuteCodeTool(approval_mode=self._default_approval_mode, name=self.name,
-                              codetool=self.codetool)
-        run._managed = list(self._managed)
+        run = ExecuteCodeTool(approval_mode=self._default_approval_mode,
+                              code_tool=self.code_tool, **self.options.args())
+        run._managed, run._prompted = list(self._managed), self._prompted
         run._refresh()
         return run
 
     def build_serializable_state(self) -> dict[str, Any]:
         """What a run used, as JSON for the session's state."""
-        runtime = self.codetool.runtime
+        runtime = self.code_tool.runtime
         if runtime is not None and not isinstance(runtime, str):
             runtime = type(runtime).__name__
         return {"runtime": f"tooliscode:{runtime or 'default'}",
                 "approval_mode": self.approval_mode,
                 "tool_names": [t.name for t in self._managed]}
 
-    # -- conversations ---------------------------------------------------------------------
-
-    @property
-    def session_ids(self) -> list[Hashable]:
-        """The sessions with a live interpreter."""
-        return self.codetool.keys
-
-    def session(self, session_id: str | None = None) -> Any:
-        """A session's live `tooliscode.Session`, or `None` (e.g. to read the files it wrote)."""
-        sandbox = self.codetool.get(session_id)
-        return sandbox.session if sandbox is not None else None
-
-    def drop(self, session_id: str | None = None) -> bool:
-        """Close one session's interpreter now (the conversation ended)."""
-        return self.codetool.drop(session_id)
-
-    def close(self) -> None:
-        """Close every interpreter."""
-        self.codetool.close()
-
     # -- running code ------------------------------------------------------------------------
 
     async def _run_code(self, code: str, ctx: FunctionInvocationContext) -> list[Content]:
-        session = ctx.session
-        key = session.session_id if isinstance(session, AgentSession) else None
-        cell = _Cell(ctx, contextvars.copy_context(), f"{self.name}-{id(ctx):x}")
+        cell = _Cell(ctx=ctx, context=contextvars.copy_context(), tools=self._tools,
+                     call_id=f"{self.name}-{id(ctx):x}")
         try:
-            reply = await self.codetool.arun_code(code, key=key, context=cell,
-                                                  tools=self._toolbox)
+            reply = await self.code_tool.arun_code(code, key=_HOOKS.key(ctx), context=cell,
+                                                   tools=self._tools.toolbox)
         except Exception as exc:  # noqa: BLE001 - a closed tool must not fail the run
             return [Content.from_text(f"[error] {type(exc).__name__}: {exc}")]
-        return _contents(reply)
+        return _HOOKS.render(reply)
 
 
-def _contents(reply: Reply) -> list[Content]:
-    """What the model reads: the text, then each figure the cell made as image data."""
-    return [Content.from_text(reply.text),
-            *(Content.from_data(data=i.data, media_type=i.mime, name=i.path,
-                                additional_properties={"path": f"/session/{i.path}"})
-              for i in reply.images)]
-
-
-class CodeActProvider(ContextProvider):
+class CodeActProvider(ContextProvider, Facade):
     """Adds `execute_code` and its instructions to every run, over provider-owned tools.
 
     Mirrors the framework's `MontyCodeActProvider`: `tools` and `approval_mode` as there, and
     `add_tools`, `get_tools`, `remove_tool`, `clear_tools`. The code runs in tooliscode's
-    sandbox (`limits`, `runtime`, `store` as in every tooliscode adapter), one interpreter
-    per `AgentSession`.
+    sandbox (the options are every front end's), one interpreter per `AgentSession`.
     """
 
     DEFAULT_SOURCE_ID = "tooliscode_codeact"
 
     def __init__(self, source_id: str = DEFAULT_SOURCE_ID, *, tools: ToolsInput | None = None,
-                 approval_mode: ApprovalMode | None = None, name: str = EXECUTE_CODE,
-                 limits: Limits | None = None, runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None,
-                 idle_timeout_s: float | None = 1800.0, max_sessions: int | None = 64) -> None:
+                 approval_mode: ApprovalMode | None = None,
+                 **options: Unpack[OptionArgs]) -> None:
         super().__init__(source_id)
-        self.execute_code = ExecuteCodeTool(
-            tools=tools, approval_mode=approval_mode, name=name, limits=limits,
-            runtime=runtime, store=store, idle_timeout_s=idle_timeout_s,
-            max_sessions=max_sessions)
+        self.execute_code = ExecuteCodeTool(tools=tools, approval_mode=approval_mode,
+                                            **options)
         """The provider's tool; each run gets a copy with the tools registered then."""
+        self.execute_code._prompted = True
+        self.execute_code._refresh()
+        self._code_tool = self.execute_code.code_tool
         self._run_tool: ExecuteCodeTool | None = None
 
     def add_tools(self, tools: ToolsInput) -> None:
@@ -317,24 +296,16 @@ class CodeActProvider(ContextProvider):
         self.execute_code.clear_tools()
         self._run_tool = None
 
-    def session(self, session_id: str | None = None) -> Any:
-        """A session's live `tooliscode.Session`, or `None`."""
-        return self.execute_code.session(session_id)
-
-    def drop(self, session_id: str | None = None) -> bool:
-        """Close one session's interpreter now."""
-        return self.execute_code.drop(session_id)
-
-    def close(self) -> None:
-        """Close every interpreter."""
-        self.execute_code.close()
+    def _session_tools(self) -> Toolbox:
+        return self.execute_code._session_tools()
 
     async def before_run(self, *, agent: Any, session: AgentSession | None,
                          context: SessionContext, state: dict[str, Any]) -> None:
-        """Inject the CodeAct instructions and a run-scoped `execute_code` tool."""
+        """Inject the CodeAct instructions and a run-scoped `execute_code` tool (and the
+        tools `callers` gives the model itself)."""
         run_tool = self._run_tool
         if run_tool is None:  # a copy per tool list: runs that change nothing share one
             run_tool = self._run_tool = self.execute_code.create_run_tool()
         state.update(run_tool.build_serializable_state())  # the provider's own part of it
         context.extend_instructions(self.source_id, run_tool.build_instructions())
-        context.extend_tools(self.source_id, [run_tool])
+        context.extend_tools(self.source_id, [run_tool, *run_tool.direct_tools])

@@ -25,10 +25,9 @@ agent that writes code gets this tool, with or without tools to wrap (`as_crewai
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Callable, Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from crewai.tools import BaseTool
@@ -37,17 +36,13 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from crewai.utilities.agent_utils import execute_single_native_tool_call
 from crewai.utilities.string_utils import sanitize_tool_name
 from pydantic import BaseModel, Field, PrivateAttr
-from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
+from tooliscode import ToolError
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import evaluated as _evaluated
 from tooliscode.codetool import CodeTool, Reply
-from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt import (
-    CODE_TOOL_NAME,
-    code_tool_description,
-    instructions,
-)
-from tooliscode.runtime import Runtime, python_note
-
-from ._inner import bind_sync, resolved, returns, toolbox
+from tooliscode.prompt import CODE_TOOL_NAME
+from tooliscode.tools import return_schema
+from typing_extensions import Unpack
 
 __all__ = ["CodeModeTool", "ConversationKey", "as_crewai_tool", "code_mode"]
 
@@ -59,18 +54,79 @@ class _CodeArgs(BaseModel):
     code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
-@dataclass
-class _Turn:
+@dataclass(kw_only=True)
+class _Turn(Cell):
     """The running task's agent, task and crew (None when the tool runs outside a crew)."""
 
     agent: Any
     task: Any
     crew: Any
     handler: Any
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    source: Any
+    """The code tool: the events of inner calls name it as their source."""
 
 
-class CodeModeTool(BaseTool):
+class _Hooks(Hooks[BaseTool, _Turn]):
+    """CrewAI tools, run through its own native tool-call path."""
+
+    asynchronous = False
+
+    def declare(self, native: BaseTool) -> Binding[BaseTool]:
+        schema = native.args_schema.model_json_schema() if native.args_schema else {}
+        function = getattr(native, "func", None)
+        return Binding.of(native, name=sanitize_tool_name(native.name),
+                          description=native.description, parameters=schema,
+                          output_schema=return_schema(function) if function else None)
+
+    def call(self, cell: _Turn, binding: Binding[BaseTool], arguments: dict[str, Any],
+             call_id: str) -> Any:
+        """One inner call through CrewAI's path for a native tool call (hooks, cache, events,
+        usage limits); the tool's own value (not the text CrewAI would show the model) is
+        what the code gets."""
+        tool, name = binding.native, binding.name
+        ran: dict[str, Any] = {}
+
+        def run(**kwargs: Any) -> Any:
+            try:
+                ran["value"] = tool.run(**kwargs)
+            except Exception as exc:
+                ran["error"] = exc
+                raise
+            return ran["value"]
+
+        outcome = execute_single_native_tool_call(
+            {"id": call_id, "function": {"name": name, "arguments": arguments}},
+            available_functions={name: run}, original_tools=[tool], structured_tools=None,
+            tools_handler=cell.handler, agent=cell.agent, task=cell.task, crew=cell.crew,
+            event_source=cell.source)
+        if "error" in ran:
+            raise ToolError(str(ran["error"])) from ran["error"]
+        if "value" not in ran:
+            if outcome.from_cache:  # the cache holds what the tool returned
+                return cell.handler.cache.read(tool=name, input=_input(arguments))
+            raise ToolError(outcome.result)  # blocked by a hook, or over its usage limit
+        value = ran["value"]
+        if isinstance(value, ToolFailure):
+            raise ToolError(value.message)
+        return value
+
+    def render(self, reply: Reply) -> str | ToolFailure:
+        """A failed cell is a `ToolFailure`, CrewAI's way for a tool to say it failed."""
+        if not reply.ok:
+            return ToolFailure(message=reply.text, reason=ToolFailureReason.TOOL_REPORTED)
+        return reply.text
+
+    def key(self, context: Any) -> Hashable:
+        """By default the crew (a later kickoff of it finds its variables), else the agent."""
+        if context.crew is not None:
+            return ("crew", str(context.crew.id))
+        return ("agent", str(context.agent.id)) if context.agent is not None else None
+
+
+_HOOKS = _Hooks()
+
+
+class CodeModeTool(BaseTool, ToolsFacade):
     """`run_python` over CrewAI tools, for an agent's `tools`."""
 
     name: str = CODE_TOOL_NAME
@@ -83,136 +139,53 @@ class CodeModeTool(BaseTool):
     conversation: Any = Field(default=None, exclude=True)
     """A key, or a `ConversationKey` function; None: the crew, else the agent."""
 
-    _tools: list[BaseTool] = PrivateAttr(default_factory=list)
-    _names: list[str] = PrivateAttr(default_factory=list)
-    """The wrapped tools' names as CrewAI's tool calls spell them."""
-    _code: CodeTool = PrivateAttr()
-
-    @property
-    def tools(self) -> list[BaseTool]:
-        """The wrapped tools."""
-        return list(self._tools)
+    _tools: Tools[BaseTool, _Turn] = PrivateAttr()
+    _code_tool: CodeTool = PrivateAttr()
 
     def _run(self, code: str) -> str | ToolFailure:
-        turn = self._turn()
-        reply = self._code.run_code(code, key=self._key(turn), context=turn)
-        return _answer(reply)
-
-    def _turn(self) -> _Turn:
         executor = getattr(self.agent, "agent_executor", None)
-        task = getattr(executor, "task", None)
-        crew = getattr(self.agent, "crew", None) or getattr(executor, "crew", None)
-        return _Turn(self.agent, task, crew, getattr(executor, "tools_handler", None))
-
-    def _key(self, turn: _Turn) -> Hashable:
+        turn = _Turn(agent=self.agent, task=getattr(executor, "task", None),
+                     crew=getattr(self.agent, "crew", None) or getattr(executor, "crew", None),
+                     handler=getattr(executor, "tools_handler", None), source=self,
+                     call_id=self.name, tools=self._tools)
         choose = self.conversation
-        if choose is not None:
-            return choose(turn.agent, turn.task, turn.crew) if callable(choose) else choose
-        if turn.crew is not None:
-            return ("crew", str(turn.crew.id))
-        return ("agent", str(turn.agent.id)) if turn.agent is not None else None
-
-    def _call(self, index: int, turn: _Turn, arguments: dict[str, Any]) -> Any:
-        """One inner call through CrewAI's path for a native tool call; the tool's own value
-        (not the text CrewAI would show the model) is what the code gets."""
-        tool, name = self._tools[index], self._names[index]
-        ran: dict[str, Any] = {}
-
-        def run(**kwargs: Any) -> Any:
-            try:
-                ran["value"] = tool.run(**kwargs)
-            except Exception as exc:
-                ran["error"] = exc
-                raise
-            return ran["value"]
-
-        outcome = execute_single_native_tool_call(
-            {"id": f"{self.name}-{next(turn.ids)}", "function": {"name": name,
-                                                                 "arguments": arguments}},
-            available_functions={name: run}, original_tools=[tool], structured_tools=None,
-            tools_handler=turn.handler, agent=turn.agent, task=turn.task, crew=turn.crew,
-            event_source=self)
-        if "error" in ran:
-            raise ToolError(str(ran["error"])) from ran["error"]
-        if "value" not in ran:
-            if outcome.from_cache:  # the cache holds what the tool returned
-                return turn.handler.cache.read(tool=name, input=_input(arguments))
-            raise ToolError(outcome.result)  # blocked by a hook, or over its usage limit
-        value = ran["value"]
-        if isinstance(value, ToolFailure):
-            raise ToolError(value.message)
-        return value
-
-    # -- conversations ---------------------------------------------------------------------
-
-    def session(self, key: Hashable = None) -> Session:
-        """A conversation's interpreter, started now if need be (e.g. to read its files)."""
-        return self._code.session(key)
-
-    def drop(self, key: Hashable = None) -> bool:
-        """Close one conversation's interpreter now."""
-        return self._code.drop(key)
-
-    def close(self) -> None:
-        """Close every interpreter."""
-        self._code.close()
+        if choose is None:
+            key = _HOOKS.key(turn)
+        else:
+            key = choose(turn.agent, turn.task, turn.crew) if callable(choose) else choose
+        return _HOOKS.render(self.code_tool.run_code(code, key=key, context=turn))
 
 
 def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,
                    conversation: Hashable | ConversationKey | None = None,
-                   limits: Limits | None = None, runtime: Runtime | str | None = None,
-                   store: SessionStore | Keeper | None = None, name: str = CODE_TOOL_NAME,
-                   instructions_in_description: bool = True,
-                   idle_timeout_s: float | None = 1800.0,
-                   max_sessions: int | None = None) -> CodeModeTool:
+                   **options: Unpack[OptionArgs]) -> CodeModeTool:
     """One CrewAI tool that runs code calling `tools` (CrewAI tools or callables).
 
     Give `agent` (or use `code_mode`) so inner calls carry the agent, its task and crew to the
-    hooks, events and cache. The catalog goes in the description unless
-    `instructions_in_description` is false; then put `tool.instructions` in the backstory.
+    hooks, events and cache. The options are every front end's (`tooliscode.adapters.Options`).
+    CrewAI gives a tool no way to add to the system prompt, so the catalog rides in the
+    description unless `instructions="prompt"`; then put `tool.instructions` in the backstory.
     """
-    wrapped = [t if isinstance(t, BaseTool) else crewai_tool(resolved(t)) for t in tools]
-    declared = [_declaration(t) for t in wrapped]
-    registry = ToolRegistry(declared)
-    guide = instructions(registry, name, python=python_note(runtime))
-    tool = CodeModeTool(
-        name=name, instructions=guide, agent=agent, conversation=conversation,
-        description=guide if instructions_in_description else code_tool_description(
-            registry, name))
-    tool._tools, tool._names = wrapped, [d.name for d in declared]
-    tool._code = CodeTool(toolbox(declared, lambda sandbox, i: bind_sync(
-        declared[i], sandbox, _Turn, lambda turn, args: tool._call(i, turn, args))),
-        limits=limits, runtime=runtime, store=store, idle_timeout_s=idle_timeout_s,
-        max_sessions=max_sessions)
+    settings = Options(**options)
+    natives = [t if isinstance(t, BaseTool) else crewai_tool(_evaluated(t)) for t in tools]
+    wrapped = Tools.of(_HOOKS, natives, settings.callers)
+    catalog = wrapped.catalog(settings)
+    tool = CodeModeTool(name=settings.name, instructions=catalog.instructions, agent=agent,
+                        conversation=conversation,
+                        description=catalog.tool_description(settings.in_description(False)))
+    tool._serve(wrapped, settings)
     return tool
 
 
 def code_mode(agent: Any, tools: Iterable[Any] | None = None, **options: Any) -> CodeModeTool:
     """Replace `agent`'s tools by one code tool over them, or over `tools` (plain callables
     too, which `Agent(tools=...)` refuses); options as for `as_crewai_tool`. Returns the code
-    tool (close it when done)."""
+    tool (close it when done); tools `callers` keeps for the model stay the agent's too."""
     tool = as_crewai_tool(agent.tools or [] if tools is None else tools, agent=agent, **options)
-    agent.tools = [tool]
+    agent.tools = [tool, *tool.direct_tools]
     return tool
-
-
-# -- helpers ---------------------------------------------------------------------------------
-
-
-def _declaration(tool: BaseTool) -> Tool:
-    """A CrewAI tool as the sandbox declares it (its function is bound per sandbox)."""
-    schema = tool.args_schema.model_json_schema() if tool.args_schema else {}
-    function = getattr(tool, "func", None)
-    return Tool(name=sanitize_tool_name(tool.name), description=tool.description or "",
-                parameters=schema, output_schema=returns(function) if function else None)
 
 
 def _input(arguments: dict[str, Any]) -> str:
     """The cache's key for arguments, as CrewAI writes it."""
     return json.dumps(arguments) if arguments else ""
-
-
-def _answer(reply: Reply) -> str | ToolFailure:
-    if not reply.ok:
-        return ToolFailure(message=reply.text, reason=ToolFailureReason.TOOL_REPORTED)
-    return reply.text

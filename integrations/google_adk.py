@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
-import itertools
 import os
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,57 +42,91 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
 from opentelemetry import context as otel_context
 from pydantic import ConfigDict, PrivateAttr
-from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import CodeTool, Reply, Sandbox, fingerprint
-from tooliscode.durable import Keeper, SessionStore
+from tooliscode import ToolError
+from tooliscode.adapters import Binding, Cell, Facade, Hooks, OptionArgs, Options, Tools, code_of
+from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.mcp import mcp_result_value
-from tooliscode.prompt import (
-    CODE_TOOL_NAME,
-    CODE_TOOL_SCHEMA,
-    code_tool_description,
-    instructions,
-)
-from tooliscode.runtime import Runtime, python_note
-
-from ._inner import bind_async, returns, toolbox
+from tooliscode.prompt import CODE_TOOL_SCHEMA
+from tooliscode.tools import return_schema
+from typing_extensions import Unpack
 
 __all__ = ["CodeModeToolset", "SandboxCodeExecutor"]
 
 
-@dataclass
-class _Cell:
+@dataclass(kw_only=True)
+class _Cell(Cell):
     """The code tool's context, and the OpenTelemetry context of its call (inner calls'
     spans are its children), for the calls of the running cell."""
 
     ctx: ToolContext
     otel: Any
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
 
-@dataclass
-class _Listing:
-    """The tools the code can call, as ADK runs them and as the sandbox declares them."""
+class _Hooks(Hooks[BaseTool, _Cell]):
+    """ADK tools, run the way ADK's flow runs the model's calls."""
 
-    adk: list[BaseTool]
-    declared: list[Tool]
-    guide: str
-    description: str
+    def declare(self, native: BaseTool) -> Binding[BaseTool]:
+        """A tool needing the user's confirmation is refused from code (see `_dispatch`)."""
+        decl = native._get_declaration()
+        assert decl is not None
+        parameters = decl.parameters_json_schema
+        if parameters is None and decl.parameters is not None:
+            parameters = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True)
+        output = decl.response_json_schema
+        if output is None and isinstance(native, FunctionTool):
+            output = return_schema(native.func)
+        confirm = getattr(native, "_require_confirmation", False)
+        return Binding.of(native, name=decl.name or native.name,
+                          description=decl.description or native.description,
+                          parameters=parameters or {}, output_schema=output,
+                          approval="asked" if confirm else "never")
+
+    async def call(self, cell: _Cell, binding: Binding[BaseTool], arguments: dict[str, Any],
+                   call_id: str) -> Any:
+        tool, parent = binding.native, cell.ctx
+        invocation = parent.get_invocation_context()
+        with tracer.start_as_current_span(f"execute_tool {tool.name}", context=cell.otel):
+            ctx = ToolContext(invocation, event_actions=parent.actions, function_call_id=call_id)
+            try:
+                value = await _dispatch(tool, arguments, ctx, invocation)
+            except Exception as exc:
+                trace_tool_call(tool, arguments, None, error=exc, invocation_context=invocation)
+                raise
+            trace_tool_call(tool, arguments, None, invocation_context=invocation)
+        return _mcp_value(tool, value) if _is_mcp(tool) else value
+
+    def render(self, reply: Reply) -> dict[str, Any]:
+        """The function response: the text under `result` (`error` for a failed cell), and
+        each figure as an image part, which ADK sends to the model as media of the
+        response."""
+        body: dict[str, Any] = {"result" if reply.ok else "error": reply.text}
+        if reply.images:
+            body["images"] = [types.Part.from_bytes(data=i.data, mime_type=i.mime)
+                              for i in reply.images]
+        return body
+
+    def key(self, context: Any) -> Hashable:
+        """One interpreter per ADK session: (app, user, session id)."""
+        session = context.session
+        return (session.app_name, session.user_id, session.id)
 
 
-class CodeModeToolset(BaseToolset):
+_HOOKS = _Hooks()
+
+
+class CodeModeToolset(BaseToolset, Facade):
     """One `run_python` tool over ADK tools, toolsets and callables, for `LlmAgent(tools=...)`.
 
     `tools` takes what `LlmAgent(tools=...)` takes: callables, `BaseTool`s (`FunctionTool`s
     among them) and `BaseToolset`s (e.g. `McpToolset`, listed on each run as the agent would).
-    Tools that need the user's confirmation are refused when code calls them.
+    The guide and catalog go in the system instruction. Tools that need the user's
+    confirmation are refused when code calls them. The options are every front end's
+    (`tooliscode.adapters.Options`); a conversation's key is (app, user, session id).
     """
 
-    def __init__(self, tools: Iterable[Any] = (), *, limits: Limits | None = None,
-                 runtime: Runtime | str | None = None, store: SessionStore | Keeper | None = None,
-                 name: str = CODE_TOOL_NAME, max_sessions: int | None = 64,
-                 idle_timeout_s: float | None = 1800.0):
+    def __init__(self, tools: Iterable[Any] = (), **options: Unpack[OptionArgs]):
         super().__init__()
-        self.name = name
+        self.options = Options(**options)
         self._tools: list[BaseTool] = []
         self._toolsets: list[BaseToolset] = []
         for item in tools:
@@ -106,73 +139,49 @@ class CodeModeToolset(BaseToolset):
             else:
                 raise TypeError(f"cannot call {type(item).__name__} from code: pass callables, "
                                 "ADK tools or toolsets")
-        self.codetool = CodeTool(limits=limits, runtime=runtime, store=store,
-                                 max_sessions=max_sessions, idle_timeout_s=idle_timeout_s)
-        """The interpreters, one per ADK session."""
-        self._python = python_note(runtime)
+        self._code_tool = self.options.code_tool()
         self._current: _CodeTool | None = None
 
     async def get_tools(self, readonly_context: Any = None) -> list[BaseTool]:
         found = list(self._tools)
         for toolset in self._toolsets:
             found += await toolset.get_tools_with_prefix(readonly_context)
-        return [self._code_tool(found)]
+        current = self._code_tool_over(found)
+        return [current, *current.tools.direct]
 
-    def session(self, app_name: str, user_id: str, session_id: str) -> Session:
-        """The interpreter of one ADK session, started now if need be (e.g. to read or put
-        files in its folder), with the tools last listed."""
-        tool = self._current or self._code_tool(list(self._tools))
-        return self.codetool.session((app_name, user_id, session_id), tool.box)
+    def _session_tools(self) -> Toolbox:
+        return (self._current or self._code_tool_over(list(self._tools))).tools.toolbox
 
-    def _code_tool(self, found: list[BaseTool]) -> _CodeTool:
-        """The code tool over `found`: the last one made while the tools are the same."""
+    def _code_tool_over(self, found: list[BaseTool]) -> _CodeTool:
+        """The code tool over `found`: the last one made while the tools read the same (a
+        toolset may list new objects for the same tools: its calls then get those)."""
         callable_ = [t for t in found if t._get_declaration() is not None]
-        declared = [_declaration(t) for t in callable_]
-        if any(d.name == self.name for d in declared):
-            raise ValueError(f"a wrapped tool is named {self.name!r}, the code tool's name")
+        tools = Tools.of(_HOOKS, callable_, self.options.callers)
+        if any(t.name == self.options.name for t in tools.declared):
+            raise ValueError(f"a wrapped tool is named {self.options.name!r}, the code tool's "
+                             "name")
         current = self._current
-        if current is None or current.box.key != fingerprint(declared):
-            registry = ToolRegistry(declared)
-            listing = _Listing(callable_, declared,
-                               instructions(registry, self.name, python=self._python),
-                               code_tool_description(registry, self.name))
-            current = self._current = _CodeTool(self, listing)
+        if current is None or current.tools.toolbox.key != tools.toolbox.key:
+            current = self._current = _CodeTool(self, tools)
         else:
-            current.listing.adk = callable_  # a toolset may list new objects for the same tools
+            current.tools = tools
         return current
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # type: ignore[override] # ADK awaits a toolset's close
         """Close the wrapped toolsets and every interpreter."""
         for toolset in self._toolsets:
             await toolset.close()
-        await asyncio.to_thread(self.codetool.close)
-
-    # -- running code ------------------------------------------------------------------------
-
-    async def _run_code(self, tool: _CodeTool, args: dict[str, Any],
-                        ctx: ToolContext) -> dict[str, Any]:
-        code = args.get("code")
-        if not isinstance(code, str):
-            return {"error": 'expected arguments {"code": "<python source>"}'}
-        cell = _Cell(ctx, otel_context.get_current())
-        reply = await self.codetool.arun_code(code, key=_session_key(ctx), context=cell,
-                                              tools=tool.box)
-        return _response(reply)
-
-    async def _call(self, listing: _Listing, index: int, cell: _Cell,
-                    arguments: dict[str, Any]) -> Any:
-        return await _run_tool(listing.adk[index], arguments, cell)
+        await asyncio.to_thread(self.code_tool.close)
 
 
 class _CodeTool(BaseTool):
     """`run_python`: its declaration, the guide in the system instruction, and the call."""
 
-    def __init__(self, owner: CodeModeToolset, listing: _Listing):
-        super().__init__(name=owner.name, description=listing.description)
-        self.owner, self.listing = owner, listing
-        self.box = toolbox(listing.declared, lambda sandbox, i: bind_async(
-            listing.declared[i], sandbox, _Cell,
-            lambda cell, arguments: owner._call(self.listing, i, cell, arguments)))
+    def __init__(self, owner: CodeModeToolset, tools: Tools[BaseTool, _Cell]):
+        catalog = tools.catalog(owner.options)
+        super().__init__(name=owner.options.name,
+                         description=catalog.tool_description(owner.options.in_description(True)))
+        self.owner, self.tools, self.guide = owner, tools, catalog.instructions
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         return types.FunctionDeclaration(name=self.name, description=self.description,
@@ -180,10 +189,19 @@ class _CodeTool(BaseTool):
 
     async def process_llm_request(self, *, tool_context: ToolContext, llm_request: Any) -> None:
         await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
-        llm_request.append_instructions([self.listing.guide])
+        if self.owner.options.instructions != "description":
+            llm_request.append_instructions([self.guide])
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        return await self.owner._run_code(self, args, tool_context)
+        try:
+            code = code_of(args)
+        except ValueError as exc:
+            return {"error": str(exc)}
+        cell = _Cell(ctx=tool_context, otel=otel_context.get_current(), tools=self.tools,
+                     call_id=tool_context.function_call_id or self.name)
+        reply = await self.owner.code_tool.arun_code(code, key=_HOOKS.key(tool_context),
+                                                     context=cell, tools=self.tools.toolbox)
+        return _HOOKS.render(reply)
 
     def _detect_error_in_response(self, response: Any) -> str | None:
         """ADK's telemetry hook: a failed cell marks the tool span as an error."""
@@ -191,21 +209,6 @@ class _CodeTool(BaseTool):
 
 
 # -- one inner call, as ADK's flow makes it ----------------------------------------------------
-
-
-async def _run_tool(tool: BaseTool, arguments: dict[str, Any], cell: _Cell) -> Any:
-    parent = cell.ctx
-    invocation = parent.get_invocation_context()
-    with tracer.start_as_current_span(f"execute_tool {tool.name}", context=cell.otel):
-        ctx = ToolContext(invocation, event_actions=parent.actions,
-                          function_call_id=f"{parent.function_call_id}:{next(cell.ids)}")
-        try:
-            value = await _dispatch(tool, arguments, ctx, invocation)
-        except Exception as exc:
-            trace_tool_call(tool, arguments, None, error=exc, invocation_context=invocation)
-            raise
-        trace_tool_call(tool, arguments, None, invocation_context=invocation)
-    return _mcp_value(tool, value) if _is_mcp(tool) else value
 
 
 async def _dispatch(tool: BaseTool, args: dict[str, Any], ctx: ToolContext,
@@ -268,74 +271,38 @@ def _mcp_value(tool: BaseTool, result: Any) -> Any:
         declaration.response_json_schema if declaration is not None else None)
 
 
-# -- declarations and replies ------------------------------------------------------------------
-
-
-def _declaration(tool: BaseTool) -> Tool:
-    """An ADK tool as the sandbox declares it (the function is bound per sandbox)."""
-    decl = tool._get_declaration()
-    assert decl is not None
-    parameters = decl.parameters_json_schema
-    if parameters is None and decl.parameters is not None:
-        parameters = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True)
-    output = decl.response_json_schema
-    if output is None and isinstance(tool, FunctionTool):
-        output = returns(tool.func)
-    return Tool(name=decl.name or tool.name, description=decl.description or tool.description,
-                parameters=parameters or {}, output_schema=output)
-
-
-def _session_key(ctx: ToolContext) -> Hashable:
-    session = ctx.session
-    return (session.app_name, session.user_id, session.id)
-
-
-def _response(reply: Reply) -> dict[str, Any]:
-    """The function response: the text under `result` (`error` for a failed cell), and each
-    figure as an image part, which ADK sends to the model as media of the response."""
-    body: dict[str, Any] = {"result" if reply.ok else "error": reply.text}
-    if reply.images:
-        body["images"] = [types.Part.from_bytes(data=i.data, mime_type=i.mime)
-                          for i in reply.images]
-    return body
-
-
 # -- the code executor -------------------------------------------------------------------------
 
 
-class SandboxCodeExecutor(BaseCodeExecutor):
+class SandboxCodeExecutor(BaseCodeExecutor, Facade):
     """Runs the model's code blocks in the sandbox, for `LlmAgent(code_executor=...)`.
 
     Stateful by default: one interpreter per ADK session (the `execution_id` ADK passes), so
     later code blocks see earlier variables. Input files are written to the session folder
     (`/session` in the code); figures come back as output files, which ADK saves as artifacts.
+    The options are every front end's (`tooliscode.adapters.Options`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     stateful: bool = True
-    # Typed Any: pydantic would try to build schemas for these classes.
-    limits: Any = None
-    """`Limits` for each code block (time, memory, output)."""
-    runtime: Any = None
-    """"default" or "data" (numpy, pandas, matplotlib), or a `Runtime`."""
-    store: Any = None
-    """A `SessionStore` or `Keeper`: sessions' interpreters kept where any worker finds them."""
-    _codetool: CodeTool = PrivateAttr()
+    _code_tool: CodeTool = PrivateAttr()
 
-    def model_post_init(self, context: Any) -> None:
-        self._codetool = CodeTool(limits=self.limits, runtime=self.runtime, store=self.store)
+    def __init__(self, *, stateful: bool = True, **options: Unpack[OptionArgs]):
+        super().__init__(stateful=stateful)
+        self._code_tool = Options(**options).code_only(
+            "a code executor runs the model's code blocks, which call no tools").code_tool()
 
     def execute_code(self, invocation_context: Any,
                      code_execution_input: CodeExecutionInput) -> CodeExecutionResult:
         key = code_execution_input.execution_id if self.stateful else None
-        run = None if self.stateful else self._codetool.take()
+        run = None if self.stateful else self.code_tool.take()
         try:
-            _write_inputs(self._codetool, key, run, code_execution_input.input_files)
-            reply = self._codetool.run_code(code_execution_input.code, key=key, sandbox=run)
+            _write_inputs(self.code_tool, key, run, code_execution_input.input_files)
+            reply = self.code_tool.run_code(code_execution_input.code, key=key, sandbox=run)
         finally:
             if run is not None:
-                self._codetool.finish(run)
+                self.code_tool.finish(run)
         result = reply.result
         files = [File(name=os.path.basename(i.path), content=i.data, mime_type=i.mime)
                  for i in reply.images]
@@ -343,10 +310,6 @@ class SandboxCodeExecutor(BaseCodeExecutor):
             return CodeExecutionResult(stdout=reply.text, output_files=files, exit_code=0)
         return CodeExecutionResult(stdout=result.stdout if result is not None else "",
                                    stderr=reply.text, output_files=files, exit_code=1)
-
-    def close(self) -> None:
-        """Close every interpreter."""
-        self._codetool.close()
 
 
 def _write_inputs(code: CodeTool, key: Hashable, run: Sandbox | None,

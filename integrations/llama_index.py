@@ -21,11 +21,11 @@ No `from __future__ import annotations` here: FunctionTool finds the `Context` p
 annotation object.
 """
 
+import contextvars
 import inspect
-import itertools
 import uuid
-from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.agent.workflow import ToolCall, ToolCallResult
@@ -34,19 +34,19 @@ from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOut
 from llama_index.core.tools.types import adapt_to_async_tool
 from llama_index.core.workflow import Context
 from pydantic import BaseModel
-from tooliscode import Limits, Session, Tool, ToolError, ToolRegistry
-from tooliscode.codetool import CodeTool, Reply
-from tooliscode.durable import Keeper, SessionStore
-from tooliscode.prompt import (
-    CODE_TOOL_NAME,
-    code_tool_description,
-    instructions,
-)
-from tooliscode.runtime import Runtime, python_note
+from tooliscode import ToolError
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import evaluated as _evaluated
+from tooliscode.codetool import Reply
+from tooliscode.engine import run_in
+from tooliscode.tools import return_schema
+from typing_extensions import Unpack
 
-from ._inner import bind_async, resolved, returns, toolbox
+# What `Context.wait_for_event` raises to suspend a step until a person answers (the step is
+# then run again); not exported by the workflows package.
+from workflows.runtime.types.results import WaitingForEvent
 
-__all__ = ["CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
+__all__ = ["CONVERSATION_KEY", "CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
 
 CONVERSATION_KEY = "tooliscode_conversation"
 """Where a workflow context's store keeps the key of its interpreter."""
@@ -56,143 +56,131 @@ class _CodeArgs(BaseModel):
     code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
-@dataclass
-class _Turn:
+@dataclass(kw_only=True)
+class _Turn(Cell):
     """What the running cell's calls need: the workflow context (None outside a workflow)
     and whether the code tool was called with `acall`."""
 
     ctx: Context | None
     is_async: bool
-    name: str
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    context: contextvars.Context | None = None
+    """The code tool's context variables: the workflow's step is among them (a tool that asks
+    the user, `ctx.wait_for_event`, must run within it)."""
 
 
-class _Tools:
-    """The wrapped tools, as LlamaIndex runs them and as the sandbox declares them."""
+@dataclass(frozen=True)
+class _Hooks(Hooks[BaseTool, _Turn]):
+    """LlamaIndex tools, run as the agents' `call_tool` step runs them. `by_function`:
+    named by their function's `__name__`, as CodeActAgent describes them."""
 
-    def __init__(self, tools: Iterable[Any], name_by_function: bool = False):
-        self.tools = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(resolved(t))
-                      for t in tools]
-        self.async_tools = [adapt_to_async_tool(t) for t in self.tools]
-        self.declared = [_declaration(t, name_by_function) for t in self.tools]
-        self.registry = ToolRegistry(self.declared)
-        self.box = toolbox(self.declared, lambda sandbox, i: bind_async(
-            self.declared[i], sandbox, _Turn, lambda turn, args: self.call(i, turn, args)))
+    by_function: bool = False
 
-    async def call(self, index: int, turn: _Turn, arguments: dict[str, Any]) -> Any:
-        if turn.is_async or _async_only(self.tools[index]):
-            call_id = f"{turn.name}:{next(turn.ids)}"
-            return await self._acall(self.async_tools[index], arguments, turn.ctx, call_id)
+    def declare(self, native: BaseTool) -> Binding[BaseTool]:
+        """`from_defaults` starts descriptions with the signature (dropped here: the catalog
+        shows its own)."""
+        meta = native.metadata
+        name = meta.get_name()
+        function = getattr(native, "real_fn", None) if isinstance(native, FunctionTool) else None
+        description = meta.description or ""
+        if description.startswith(f"{name}("):
+            description = description.split("\n", 1)[1] if "\n" in description else ""
+        if self.by_function and function is not None:
+            name = function.__name__
+        return Binding.of(native, name=name, description=description.strip(),
+                          parameters=meta.get_parameters_dict(),
+                          output_schema=return_schema(function) if function else None)
+
+    async def call(self, cell: _Turn, binding: Binding[BaseTool], arguments: dict[str, Any],
+                   call_id: str) -> Any:
+        tool = binding.native
+        if cell.is_async or _async_only(tool):
+            call = _acall(adapt_to_async_tool(tool), arguments, cell.ctx, call_id)
+            return await (run_in(cell.context.copy(), call) if cell.context else call)
         # Called with `call`: the sync tool runs where the code tool was called from (the
         # sandbox's own loop, no other work on it), as `call` would run it.
-        tool = self.tools[index]
         try:
-            output = tool.call(**_with_context(tool, arguments, turn.ctx))
+            output = adapt_to_async_tool(tool).call(**_with_context(tool, arguments, cell.ctx))
         except Exception as exc:
             raise ToolError(str(exc)) from exc
         return _value(output)
 
-    async def _acall(self, tool: Any, arguments: dict[str, Any], ctx: Context | None,
-                     call_id: str) -> Any:
-        name = tool.metadata.get_name()
-        if ctx is not None:
-            ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=arguments,
-                                               tool_id=call_id))
-        try:
-            output = await tool.acall(**_with_context(tool, arguments, ctx))
-        except Exception as exc:  # noqa: BLE001 - reported as the agents report it, then raised
-            output = ToolOutput(content=str(exc), tool_name=name, raw_input=arguments,
-                                raw_output=str(exc), is_error=True, exception=exc)
-        if ctx is not None:
-            ctx.write_event_to_stream(ToolCallResult(
-                tool_name=name, tool_kwargs=arguments, tool_id=call_id, tool_output=output,
-                return_direct=False))
-        return _value(output)
+    def render(self, reply: Reply) -> Any:
+        if not reply.ok:
+            raise ToolError(reply.text)  # the agent makes it an error output for the model
+        if not reply.images:
+            return reply.text
+        return [TextBlock(text=reply.text),
+                *(ImageBlock(image=i.data, image_mimetype=i.mime) for i in reply.images)]
 
 
-class CodeModeTool(FunctionTool):
+class _Sandboxes(ToolsFacade):
+    """The interpreters of a tool set, one per workflow context (see `CONVERSATION_KEY`;
+    `None` is the one for calls without a context)."""
+
+    def _setup(self, tools: Iterable[Any], options: Options, by_function: bool) -> None:
+        natives = [t if isinstance(t, BaseTool) else FunctionTool.from_defaults(_evaluated(t))
+                   for t in tools]
+        self.options = options
+        self._serve(Tools.of(_Hooks(by_function), natives, options.callers), options)
+
+    async def _arun(self, code: str, ctx: Context | None, name: str) -> Any:
+        turn = _Turn(ctx=ctx, is_async=True, context=contextvars.copy_context(), call_id=name,
+                     tools=self._tools)
+        reply = await self.code_tool.arun_code(code, key=await _conversation(ctx), context=turn)
+        return self._tools.hooks.render(reply)
+
+
+class CodeModeTool(FunctionTool, _Sandboxes):
     """`run_python` over LlamaIndex tools; `instructions` has the guide and the catalog."""
 
     instructions: str
-    codetool: CodeTool
-
-    def session(self, key: Hashable = None) -> Session:
-        """A conversation's interpreter (its key is in the workflow context's store under
-        `CONVERSATION_KEY`; `None` is the one for calls without a context), started now if
-        need be, e.g. to read the files its code wrote."""
-        return self.codetool.session(key)
-
-    def drop(self, key: Hashable = None) -> bool:
-        """Close one conversation's interpreter now."""
-        return self.codetool.drop(key)
-
-    def close(self) -> None:
-        """Close every interpreter."""
-        self.codetool.close()
 
 
-def as_llama_index_tool(tools: Iterable[Any], *, limits: Limits | None = None,
-                        runtime: Runtime | str | None = None,
-                        store: SessionStore | Keeper | None = None, name: str = CODE_TOOL_NAME,
-                        instructions_in_description: bool = True,
-                        idle_timeout_s: float | None = 1800.0,
-                        max_sessions: int | None = None) -> CodeModeTool:
+def as_llama_index_tool(tools: Iterable[Any], **options: Unpack[OptionArgs]) -> CodeModeTool:
     """One `FunctionTool` that runs code calling `tools` (LlamaIndex tools or callables), for
     `FunctionAgent`, `ReActAgent` and `AgentWorkflow`, called with `acall` or `call`.
 
-    The catalog goes in the tool's description unless `instructions_in_description` is false;
-    then put `tool.instructions` in the system prompt.
+    The options are every front end's (`tooliscode.adapters.Options`). LlamaIndex gives a
+    tool no way to add to the system prompt, so the catalog rides in the tool's description
+    unless `instructions="prompt"`; then put `tool.instructions` in the system prompt.
     """
-    wrapped = _Tools(tools)
-    guide = instructions(wrapped.registry, name, python=python_note(runtime))
-    sandboxes = CodeTool(wrapped.box, limits=limits, runtime=runtime, store=store,
-                         idle_timeout_s=idle_timeout_s, max_sessions=max_sessions)
+    settings = Options(**options)
+    name = settings.name
 
     def run(code: str, ctx: Context) -> Any:
         """Called with `call` (pass `ctx=None` outside a workflow): the tool's one interpreter
         for calls without a workflow to key them."""
-        return _answer(sandboxes.run_code(code, context=_Turn(ctx, False, name)))
+        turn = _Turn(ctx=ctx, is_async=False, call_id=name, tools=tool._tools)
+        return tool._tools.hooks.render(tool.code_tool.run_code(code, context=turn))
 
     async def arun(code: str, ctx: Context) -> Any:
-        key = await _conversation(ctx)
-        return _answer(await sandboxes.arun_code(code, key=key, context=_Turn(ctx, True, name)))
+        return await tool._arun(code, ctx, name)
 
-    description = guide if instructions_in_description else code_tool_description(
-        wrapped.registry, name)
-    tool = CodeModeTool(fn=run, async_fn=arun, metadata=ToolMetadata(
-        name=name, description=description, fn_schema=_CodeArgs))
-    tool.instructions, tool.codetool = guide, sandboxes
+    tool = CodeModeTool(fn=run, async_fn=arun, metadata=ToolMetadata(name=name, description="",
+                                                                     fn_schema=_CodeArgs))
+    tool._setup(tools, settings, by_function=False)
+    catalog = tool._tools.catalog(settings)
+    tool.instructions = catalog.instructions
+    tool.metadata.description = catalog.tool_description(settings.in_description(False))
     return tool
 
 
-class CodeActSandbox:
+class CodeActSandbox(_Sandboxes):
     """The sandbox as `CodeActAgent(code_execute_fn=sandbox.execute, tools=...)`.
 
     Give it the same tools as the agent: the code calls them by their function names, as
     CodeActAgent describes them to the model. One interpreter per workflow context, so
-    variables survive from one step to the next and across runs with the same `ctx`.
+    variables survive from one step to the next and across runs with the same `ctx`. The
+    options are every front end's; CodeActAgent's tools are called from code only.
     """
 
-    def __init__(self, tools: Iterable[Any] = (), *, limits: Limits | None = None,
-                 runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None,
-                 idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None):
-        self._tools = _Tools(tools, name_by_function=True)
-        self.codetool = CodeTool(self._tools.box, limits=limits, runtime=runtime, store=store,
-                                 idle_timeout_s=idle_timeout_s, max_sessions=max_sessions)
+    def __init__(self, tools: Iterable[Any] = (), **options: Unpack[OptionArgs]):
+        settings = Options(**options).code_only("CodeActAgent calls its tools from code only")
+        self._setup(tools, settings, by_function=True)
 
     async def execute(self, code: str, ctx: Context) -> Any:
         """Run one `<execute>` block; what it printed (and any error) is what the agent reads."""
-        key = await _conversation(ctx)
-        return _answer(await self.codetool.arun_code(code, key=key,
-                                                     context=_Turn(ctx, True, "execute")))
-
-    def session(self, key: Hashable = None) -> Session:
-        """A conversation's interpreter (see `CodeModeTool.session`)."""
-        return self.codetool.session(key)
-
-    def close(self) -> None:
-        self.codetool.close()
+        return await self._arun(code, ctx, "execute")
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -209,21 +197,27 @@ async def _conversation(ctx: Context | None) -> Hashable:
     return key
 
 
-def _declaration(tool: BaseTool, name_by_function: bool) -> Tool:
-    """A LlamaIndex tool as the sandbox declares it; CodeActAgent names functions by
-    `__name__`, and `from_defaults` starts descriptions with the signature (dropped here:
-    the catalog shows its own)."""
-    meta = tool.metadata
-    name = meta.get_name()
-    function = getattr(tool, "real_fn", None) if isinstance(tool, FunctionTool) else None
-    if name_by_function and function is not None:
-        name = function.__name__
-    description = meta.description or ""
-    if description.startswith(f"{meta.get_name()}("):
-        description = description.split("\n", 1)[1] if "\n" in description else ""
-    return Tool(name=name, description=description.strip(),
-                parameters=meta.get_parameters_dict(),
-                output_schema=returns(function) if function is not None else None)
+async def _acall(tool: Any, arguments: dict[str, Any], ctx: Context | None,
+                 call_id: str) -> Any:
+    """The call as the agents' `call_tool` step makes it: its events on the run's stream."""
+    name = tool.metadata.get_name()
+    if ctx is not None:
+        ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=arguments,
+                                           tool_id=call_id))
+    try:
+        output = await tool.acall(**_with_context(tool, arguments, ctx))
+    except WaitingForEvent:
+        raise ToolError(f"{name} waits for a person's answer, which code cannot wait for "
+                        "here, so the call was refused: give it to the agent as a tool of its "
+                        f"own (callers={{{name!r}: 'direct'}})") from None
+    except Exception as exc:  # noqa: BLE001 - reported as the agents report it, then raised
+        output = ToolOutput(content=str(exc), tool_name=name, raw_input=arguments,
+                            raw_output=str(exc), is_error=True, exception=exc)
+    if ctx is not None:
+        ctx.write_event_to_stream(ToolCallResult(
+            tool_name=name, tool_kwargs=arguments, tool_id=call_id, tool_output=output,
+            return_direct=False))
+    return _value(output)
 
 
 def _with_context(tool: BaseTool, arguments: dict[str, Any], ctx: Context | None
@@ -245,12 +239,3 @@ def _value(output: ToolOutput) -> Any:
     if output.is_error:
         raise ToolError(output.content)
     return output.raw_output
-
-
-def _answer(reply: Reply) -> Any:
-    if not reply.ok:
-        raise ToolError(reply.text)  # the agent makes it an error output for the model
-    if not reply.images:
-        return reply.text
-    return [TextBlock(text=reply.text),
-            *(ImageBlock(image=i.data, image_mimetype=i.mime) for i in reply.images)]

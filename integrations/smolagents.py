@@ -16,7 +16,6 @@ returning a `CodeOutput`, and `cleanup`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -25,10 +24,10 @@ from smolagents import AgentError, AgentImage, PythonExecutor
 # `CodeOutput` and `InterpreterError` are public classes that smolagents' top-level package
 # does not re-export; its own remote executors import them from this module too.
 from smolagents.local_python_executor import CodeOutput, InterpreterError
-from tooliscode import Limits, Tool, ToolError, to_json_value
-from tooliscode.codetool import CodeTool, Reply, Toolbox
-from tooliscode.durable import Keeper, SessionStore
-from tooliscode.runtime import Runtime
+from tooliscode import Session, ToolError, adapters
+from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.codetool import Reply
+from typing_extensions import Unpack
 
 __all__ = ["WasmExecutor"]
 
@@ -37,19 +36,8 @@ _JSON_TYPES = {"string": "string", "boolean": "boolean", "integer": "integer",
 """smolagents' input and output types that are JSON Schema types ("any", "image" and
 "audio" are not: they declare no type)."""
 
-
-class _HostTool:
-    """One of the agent's tools or managed agents, called on the host as the local executor
-    calls it; smolagents' own errors reach the code as `ToolError` with their message."""
-
-    def __init__(self, tool: Any):
-        self.tool = tool
-
-    def __call__(self, /, **arguments: Any) -> Any:
-        try:
-            return self.tool(**arguments)
-        except AgentError as exc:
-            raise ToolError(exc.message) from None
+Named = tuple[str, Any]
+"""One of the agent's tools or managed agents, under the name the agent gives it."""
 
 
 def _schema(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,20 +55,54 @@ def _schema(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _declaration(name: str, tool: Any) -> Tool:
-    """A tool or managed agent as the sandbox declares it, from its `inputs`."""
-    inputs: Mapping[str, Mapping[str, Any]] = getattr(tool, "inputs", None) or {}
-    required = [k for k, spec in inputs.items() if not spec.get("nullable")]
-    output = getattr(tool, "output_schema", None) or (
-        {"type": _JSON_TYPES[t]} if (t := getattr(tool, "output_type", None)) in _JSON_TYPES
-        else None)
-    return Tool(name=name, description=getattr(tool, "description", "") or "",
-                parameters={"type": "object", "required": required,
-                            "properties": {k: _schema(s) for k, s in inputs.items()}},
-                output_schema=output, function=_HostTool(tool))
+class _Hooks(Hooks[Named, Cell]):
+    """The agent's tools, called on the host as the local executor calls them."""
+
+    asynchronous = False
+
+    def declare(self, native: Named) -> Binding[Named]:
+        """A tool or managed agent, from its `inputs` (a nullable input is optional, as the
+        agent's own validation has it)."""
+        name, tool = native
+        inputs: Mapping[str, Mapping[str, Any]] = getattr(tool, "inputs", None) or {}
+        output = getattr(tool, "output_schema", None) or (
+            {"type": _JSON_TYPES[t]} if (t := getattr(tool, "output_type", None)) in _JSON_TYPES
+            else None)
+        return Binding.of(native, name=name, description=getattr(tool, "description", ""),
+                          parameters={"type": "object",
+                                      "required": [k for k, spec in inputs.items()
+                                                   if not spec.get("nullable")],
+                                      "properties": {k: _schema(s) for k, s in inputs.items()}},
+                          output_schema=output)
+
+    def call(self, cell: Cell, binding: Binding[Named], arguments: dict[str, Any],
+             call_id: str) -> Any:
+        """smolagents' own errors reach the code as `ToolError` with their message."""
+        try:
+            return binding.native[1](**arguments)
+        except AgentError as exc:
+            raise ToolError(exc.message) from None
+
+    def render(self, reply: Reply) -> str:
+        """The step's execution logs: what the model reads back, without the last
+        expression's value, which the agent shows itself as the step's output."""
+        text = reply.text
+        value = reply.result.value if reply.result is not None else None
+        if value is not None:
+            line = f"[value] {value}"
+            if text == line:
+                text = ""
+            elif text.startswith(line + "\n"):
+                text = text[len(line) + 1:]
+            else:
+                text = text.replace("\n" + line, "", 1)
+        return text + "\n" if text else ""
 
 
-class WasmExecutor(PythonExecutor):
+_HOOKS = _Hooks()
+
+
+class WasmExecutor(PythonExecutor, ToolsFacade):
     """A `CodeAgent` executor that runs the agent's code in tooliscode's WebAssembly sandbox.
 
     `limits` bound each step's code (wall time, memory, output, tool calls); `runtime="data"`
@@ -89,20 +111,18 @@ class WasmExecutor(PythonExecutor):
     process can continue it. Figures the code makes are kept in `figures` as PIL images, and
     `attach_figures` (a step callback) shows them to the model with the step's
     observations. `cleanup()` (called by `CodeAgent.cleanup()` and `with CodeAgent(...)`)
-    closes the interpreter.
+    closes the interpreter. The options are every front end's (`tooliscode.adapters.Options`);
+    a CodeAgent's tools are called from code only, so `callers` is refused.
     """
 
-    def __init__(self, *, limits: Limits | None = None, runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None,
-                 conversation: Hashable | None = None, describe_names: bool = True):
-        if store is not None and conversation is None:
+    def __init__(self, *, conversation: Hashable | None = None, **options: Unpack[OptionArgs]):
+        self.options = Options(**options).code_only("a CodeAgent calls its tools from code only")
+        if self.options.store is not None and conversation is None:
             raise ValueError("store= keeps an interpreter under a conversation key: pass "
                              "conversation= as well")
         self.conversation = conversation
-        self.codetool = CodeTool(limits=limits, runtime=runtime, store=store,
-                                 describe_names=describe_names, idle_timeout_s=None)
-        """The interpreter (under `conversation`)."""
-        self._toolbox = Toolbox(lambda _sandbox: [], ())
+        self._code_tool = self.options.code_tool()
+        self._tools: Tools[Named, Cell] = Tools(_HOOKS, ())
         self._final: Any = None
         self._variables: dict[str, Any] = {}
         self.figures: list[Any] = []
@@ -117,9 +137,8 @@ class WasmExecutor(PythonExecutor):
         self._final = tools.get("final_answer")
         listed = [(name, tool) for name, tool in tools.items() if name != "final_answer"]
         key = tuple((name, id(tool)) for name, tool in listed)
-        if key != self._toolbox.key:  # a guest's tools are fixed: new ones need a new guest
-            fixed = [_declaration(name, tool) for name, tool in listed]
-            self._toolbox = Toolbox(lambda _sandbox: fixed, key)
+        if key != self._tools.extra_key:  # a guest's tools are fixed: new ones need a new guest
+            self._tools = Tools.of(_HOOKS, listed, extra_key=key)
 
     def send_variables(self, variables: dict[str, Any]) -> None:
         """The agent's state (`run(additional_args=...)`), defined in the sandbox before the
@@ -130,19 +149,19 @@ class WasmExecutor(PythonExecutor):
         self.figures = []
         if self._variables:
             variables, self._variables = self._variables, {}
-            self._check(self._run(_assignment(variables)))
+            self._check(self._run(adapters.variables_code(variables)))
         reply = self._check(self._run(code_action))
         self.figures = [AgentImage(i.data).to_raw() for i in reply.images]
         result = reply.result
         if result is not None and result.has_final:
             final = self._final(result.final) if self._final is not None else result.final
-            return CodeOutput(output=final, logs=_logs(reply), is_final_answer=True)
+            return CodeOutput(output=final, logs=_HOOKS.render(reply), is_final_answer=True)
         return CodeOutput(output=result.value if result is not None else None,
-                          logs=_logs(reply), is_final_answer=False)
+                          logs=_HOOKS.render(reply), is_final_answer=False)
 
     def cleanup(self) -> None:
         """Close the interpreter."""
-        self.codetool.close()
+        self.close()
 
     # -- figures -----------------------------------------------------------------------------
 
@@ -157,14 +176,13 @@ class WasmExecutor(PythonExecutor):
 
     # -- the interpreter ---------------------------------------------------------------------
 
-    @property
-    def session(self) -> Any:
-        """The live `tooliscode.Session`, or `None` before the first step."""
-        sandbox = self.codetool.get(self.conversation)
-        return sandbox.session if sandbox is not None else None
+    def session(self, key: Hashable = None) -> Session:
+        """The interpreter's session (`key` None: this executor's `conversation`)."""
+        return super().session(self.conversation if key is None else key)
 
     def _run(self, code: str) -> Reply:
-        return self.codetool.run_code(code, key=self.conversation, tools=self._toolbox)
+        return self.code_tool.run_code(code, key=self.conversation, tools=self._tools.toolbox,
+                                       context=Cell(call_id="step", tools=self._tools))
 
     @staticmethod
     def _check(reply: Reply) -> Reply:
@@ -174,24 +192,3 @@ class WasmExecutor(PythonExecutor):
             raise InterpreterError(reply.text)
         return reply
 
-
-def _assignment(variables: Mapping[str, Any]) -> str:
-    """Code that defines `variables` in the sandbox's globals."""
-    data = json.dumps({str(k): to_json_value(v) for k, v in variables.items()})
-    return f"globals().update(__import__('json').loads({data!r}))"
-
-
-def _logs(reply: Reply) -> str:
-    """The step's execution logs: what the model reads back, without the last expression's
-    value, which the agent shows itself as the step's output."""
-    text = reply.text
-    value = reply.result.value if reply.result is not None else None
-    if value is not None:
-        line = f"[value] {value}"
-        if text == line:
-            text = ""
-        elif text.startswith(line + "\n"):
-            text = text[len(line) + 1:]
-        else:
-            text = text.replace("\n" + line, "", 1)
-    return text + "\n" if text else ""

@@ -7,7 +7,8 @@ Run as a script, it is one step of a conversation in a process of its own:
     python _langchain_agents.py MODE REDIS_URL SAVED_CHECKPOINTS start CODE [CODE ...]
     python _langchain_agents.py MODE REDIS_URL SAVED_CHECKPOINTS resume
 
-`start` asks the agent to run each CODE in turn; `resume` answers the pending interrupts with `decide`.
+`start` asks the agent to run each CODE in turn; `resume` answers the pending interrupts with
+`decide`.
 Either way the checkpointer's state is written back to SAVED_CHECKPOINTS, and one JSON line
 says what happened: the interrupts now pending, the tools' runs in this process, and the
 code tool's last message.

@@ -107,7 +107,8 @@ class ScriptedClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
             return ChatResponse(messages=Message(role="assistant", contents=[
                 Content.from_function_call(call_id=f"call-{len(self.calls)}",
                                            name=reply.get("name", "execute_code"),
-                                           arguments={"code": reply["code"]})]))
+                                           arguments=reply.get("arguments",
+                                                               {"code": reply.get("code")}))]))
         return respond()
 
     def results(self) -> list[Any]:
@@ -192,7 +193,7 @@ async def test_state_lasts_across_runs_of_a_session_and_sessions_are_apart(codea
     assert client.last_result_text() == "[value] 42"
     await agent.run("read elsewhere", session=second)
     assert client.last_result_text() == "[value] False"
-    assert {first.session_id, second.session_id} <= set(codeact.execute_code.session_ids)
+    assert {first.session_id, second.session_id} <= set(codeact.live())
     assert codeact.drop(second.session_id)
 
 
@@ -215,7 +216,7 @@ async def test_approval_is_asked_for_the_code_call_as_the_framework_providers_do
 
 
 async def test_the_standalone_tool_sits_beside_direct_tools(codeact):
-    standalone = ExecuteCodeTool(tools=[list_orders], codetool=codeact.execute_code.codetool)
+    standalone = ExecuteCodeTool(tools=[list_orders], code_tool=codeact.code_tool)
     assert standalone.approval_mode == "never_require"
     client = ScriptedClient(code("len(list_orders(status='open'))"), "done")
     agent = Agent(client=client, tools=[refund, standalone],
@@ -283,3 +284,43 @@ async def test_an_mcp_tools_functions_run_from_code():
             provider.close()
     with pytest.raises(TypeError, match="function tools only"):
         CodeActProvider(tools=[{"type": "web_search"}])
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    async def direct():
+        client = ScriptedClient({"name": "post", "arguments": dict(ONLY_REQUIRED)}, "done")
+        await Agent(client=client, tools=[tool(post)]).run("go", session=AgentSession())
+
+    async def from_code():
+        provider = CodeActProvider(tools=[tool(post) if as_given == "decorated" else post])
+        try:
+            await Agent(client=ScriptedClient(code(CODE), "done"),
+                        context_providers=[provider]).run("go", session=AgentSession())
+        finally:
+            provider.close()
+
+    await asame_as_direct(direct, from_code)
+
+
+@pytest.mark.parametrize("provided", [True, False])
+async def test_a_rejected_code_call_never_runs_a_tool_that_requires_approval(provided):
+    """`approval_mode="always_require"` on the tool, as a user sets it, and nothing else: the
+    code call waits for the user, who says no; the tool never runs (nor did it before)."""
+    client = ScriptedClient(code("print(cancel(order_id=7))"), "done")
+    holder: Any = CodeActProvider(tools=[cancel]) if provided else ExecuteCodeTool(tools=[cancel])
+    agent = Agent(client=client, **({"context_providers": [holder]} if provided else
+                                    {"tools": [holder]}))
+    session = AgentSession()
+    REFUNDED.clear()
+    try:
+        paused = await agent.run("cancel order 7", session=session)
+        (request,) = paused.user_input_requests
+        assert request.function_call.name == "execute_code" and REFUNDED == []
+        answer = request.to_function_approval_response(approved=False)
+        await agent.run(Message(role="user", contents=[answer]), session=session)
+    finally:
+        holder.close()
+    assert REFUNDED == []

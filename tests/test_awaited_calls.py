@@ -127,7 +127,8 @@ async def test_awaited_one_after_another(run):
 
 async def test_awaited_in_expressions_comprehensions_and_asyncio_run(run):
     assert await _value(run, "[await echo(i) for i in range(5)] + "
-                             "[(await aecho(i))['x'] for i in range(3)]") == _expected(5) + [0, 1, 2]
+                             "[(await aecho(i))['x'] for i in range(3)]") == \
+        _expected(5) + [0, 1, 2]
     assert await _value(run, "import asyncio\nasync def main():\n    a = await echo(2)\n"
                              "    return (await aecho(a['sq']))['sq']\nasyncio.run(main())") == 16
 

@@ -79,7 +79,8 @@ def test_the_backends_keep_state_across_turns():
     """What the conversation did is in each side's backend: the same end state."""
     fs = filesystem.FileSystem()
     fs.cd("documents")
-    assert fs.mkdir("q3") is None and fs.cp("notes.txt", "q3") == {"result": "notes.txt -> q3/notes.txt"}
+    assert fs.mkdir("q3") is None
+    assert fs.cp("notes.txt", "q3") == {"result": "notes.txt -> q3/notes.txt"}
     assert fs.cd("q3") == {"current_working_directory": "/alex/documents/q3"}
     assert fs.ls()["current_directory_content"] == ["notes.txt"]
     assert fs.cat("nope.txt") == {"error": "nope.txt: no such file in /alex/documents/q3"}

@@ -26,7 +26,8 @@ def test_value_is_repl_style(session):
 def test_value_follows_the_last_top_level_expression_only(session):
     session.run("x = 5")
     cases = {"x": "5", "x + 1": "6", "(x\n + 1)": "6", "x  # note": "5", "a = 1; a": "1",
-             "[i for i in range(3)]": "[0, 1, 2]", "try:\n    1 / 0\nexcept Exception:\n    pass\nx": "5",
+             "[i for i in range(3)]": "[0, 1, 2]",
+             "try:\n    1 / 0\nexcept Exception:\n    pass\nx": "5",
              "def f():\n    return 1\nf()": "1", "if x:\n    x * 2": None,
              "if not x:\n    pass\nelse:\n    x * 3": None, "for i in range(2):\n    i": None}
     for code, expected in cases.items():
@@ -105,7 +106,8 @@ def test_stdout_and_stderr_are_separate(session):
 
 
 def test_non_utf8_and_surrogates_in_output(session):
-    r = session.run("print('\\udcff\\udc80 after')\nimport sys\nsys.__stdout__.buffer.write(b'\\xff\\xfe raw\\n')")
+    r = session.run("print('\\udcff\\udc80 after')\nimport sys\n"
+                    "sys.__stdout__.buffer.write(b'\\xff\\xfe raw\\n')")
     assert r.ok, r.error
     assert "after" in r.stdout and "raw" in r.stdout
 

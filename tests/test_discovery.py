@@ -120,7 +120,8 @@ def test_small_sets_get_full_stubs_large_ones_a_grouped_list():
     assert "# github: call as github.<name>(...)" in medium
     large = catalog(BIG)
     assert len(large) <= 6_000 and len(large) / 4 <= 1_500
-    assert "# gitlab (40 tools)" in large and "# github (9 tools)" in large and "# confluence (40 tools)" in large
+    assert "# gitlab (40 tools)" in large and "# github (9 tools)" in large
+    assert "# confluence (40 tools)" in large
     assert "- fs.read_text_file: Read the complete contents of a file from the file system as " \
            "text." in large
     assert large.endswith("Find the others with search_tools('words'); help(name) prints one "
@@ -129,7 +130,8 @@ def test_small_sets_get_full_stubs_large_ones_a_grouped_list():
 
 def test_flat_sets_are_grouped_by_their_shared_first_word():
     text = catalog(ToolRegistry(synthetic_tools(300, namespaced=False)))
-    assert "# gitlab_* (12 tools)" in text and "- gitlab_list_issues: List issues in Gitlab." in text
+    assert "# gitlab_* (12 tools)" in text
+    assert "- gitlab_list_issues: List issues in Gitlab." in text
 
 
 def test_instructions_carry_the_catalog():

@@ -236,3 +236,22 @@ def test_smolagents_example() -> None:
     answer = out.split("=== final answer ===\n", 1)[1].splitlines()[0]
     assert json.loads(answer) == expected
     assert "answer check against a direct computation: correct" in out
+
+
+def test_dspy_react_example() -> None:
+    if str(ROOT / "examples") not in sys.path:  # store_question imports store_tools
+        sys.path.insert(0, str(ROOT / "examples"))
+    first, second = load("store_question").expected_lines()
+    out = run_example("dspy_react_example")
+    read_back = re.findall(r"^--- what it read back ---\n(.*)$", out, re.MULTILINE)
+    assert read_back == [first, second], out  # the follow-up's code used the first's variables
+
+
+def test_dspy_interpreter_example() -> None:
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))
+    first, second = load("store_question").expected_lines()
+    out = run_example("dspy_interpreter_example")
+    name = first.split(" (", 1)[0]
+    assert f"--- what it read back ---\n{first}\n" in out, out
+    assert out.rstrip().endswith(f"=== answer: {name}: {second} were theirs"), out

@@ -26,7 +26,8 @@ def test_host_can_give_the_guest_files(session):
 
 def test_sqlite_in_the_folder(session):
     r = session.run("import sqlite3\ndb = sqlite3.connect('db.sqlite')\n"
-                    "db.execute('create table t(x)')\ndb.executemany('insert into t values (?)', [(i,) for i in range(100)])\n"
+                    "db.execute('create table t(x)')\n"
+                    "db.executemany('insert into t values (?)', [(i,) for i in range(100)])\n"
                     "db.commit()\ndb.execute('select sum(x) from t').fetchone()[0]")
     assert r.ok and r.value == "4950", r.error
     assert (session.workdir / "db.sqlite").stat().st_size > 0

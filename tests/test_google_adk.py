@@ -53,6 +53,11 @@ class Script(BaseLlm):
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(
                 function_call=call)]))
             return
+        if isinstance(step, tuple) and step[0] == "call":  # ("call", tool, args): a direct call
+            call = types.FunctionCall(name=step[1], args=step[2], id=f"call-{len(self.seen)}")
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(
+                function_call=call)]))
+            return
         if isinstance(step, tuple):  # ("text", words): the code executor reads code blocks
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(
                 text=step[1])]))
@@ -71,7 +76,7 @@ def code():
     toolset = CodeModeToolset([list_orders, get_customer, FunctionTool(remember), refund],
                               limits=Limits(timeout_s=60))
     yield toolset
-    toolset.codetool.close()
+    toolset.code_tool.close()
 
 
 users = itertools.count()
@@ -163,7 +168,7 @@ async def test_sessions_keep_state_across_turns_and_apart(code) -> None:
 async def test_figures_come_back_as_image_parts(code) -> None:
     runner = make_runner(code)
     session = await runner.session_service.create_session(app_name="shop", user_id="fig")
-    give_pyplot(code.session("shop", "fig", session.id))
+    give_pyplot(code.session(("shop", "fig", session.id)))
     runner.agent.model.steps = [DRAW]
     events = [e async for e in runner.run_async(
         user_id="fig", session_id=session.id,
@@ -180,7 +185,7 @@ async def test_code_executor_keeps_state_and_saves_figures() -> None:
     agent = LlmAgent(name="analyst", model=Script(), code_executor=executor)
     runner = InMemoryRunner(agent=agent, app_name="lab")
     session = await runner.session_service.create_session(app_name="lab", user_id="u")
-    give_pyplot(executor._codetool.session(session.id))
+    give_pyplot(executor.session(session.id))
     agent.model.steps = [("text", "```python\ntotal = sum(range(10))\nprint(total)\n```"),
                          ("text", f"```python\n{DRAW}\nprint(total * 2)\n```"),
                          ("text", "```python\nundefined_name\n```")]
@@ -215,3 +220,41 @@ async def test_mcp_toolset_tools_are_called_from_code() -> None:
     finally:
         await runner.close()  # closes the code tool's interpreters and the MCP toolset
     assert response.response == {"result": "['A1', 'C3'] 5 refunded 1"}
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    async def direct():
+        runner = InMemoryRunner(agent=LlmAgent(name="shop", model=Script(),
+                                               tools=[FunctionTool(post)]), app_name="shop")
+        await ask(runner, ("call", "post", dict(ONLY_REQUIRED)))
+
+    async def from_code():
+        code = CodeModeToolset([FunctionTool(post) if as_given == "decorated" else post])
+        try:
+            await ask(make_runner(code), CODE)
+        finally:
+            await code.close()
+
+    await asame_as_direct(direct, from_code)
+
+
+async def test_a_tool_that_needs_confirmation_never_runs_from_code() -> None:
+    """`require_confirmation`, as a user sets it: code cannot ask the user, so the call is
+    refused (the model is told to call it itself), and the tool does not run."""
+    sent: list[str] = []
+
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    code = CodeModeToolset([FunctionTool(send_email, require_confirmation=True)])
+    try:
+        _, (response,) = await ask(make_runner(code), "print(send_email(to='ann'))")
+    finally:
+        await code.close()
+    assert "needs the user's confirmation" in response.response["error"]
+    assert sent == []

@@ -183,7 +183,9 @@ def test_agents_sdk_image_tool_output():
     pytest.importorskip("agents")
     from agents import ItemHelpers, ToolOutputImage, ToolOutputText
     from openai.types.responses import ResponseFunctionToolCall
-    from tooliscode.integrations.openai_agents import _with_images
+    from tooliscode.integrations.openai_agents._calls import SdkHooks
+
+    _with_images = SdkHooks().render  # the hooks' rendering of a reply as the tool's output
 
     output = _with_images(REPLY)
     assert isinstance(output[0], ToolOutputText) and isinstance(output[1], ToolOutputImage)
@@ -199,7 +201,7 @@ def test_agents_sdk_image_tool_output():
 def test_pydantic_ai_binary_content_in_the_tool_return():
     pytest.importorskip("pydantic_ai")
     from pydantic_ai.messages import BinaryContent, ToolReturnPart
-    from tooliscode.integrations.pydantic_ai import _with_images
+    from tooliscode.integrations.pydantic_ai._inner import with_images as _with_images
 
     value = _with_images(REPLY)
     part = ToolReturnPart(tool_name="run_python", content=value, tool_call_id="c1")
@@ -213,8 +215,9 @@ def test_pydantic_ai_binary_content_in_the_tool_return():
 def test_langchain_image_content_blocks():
     pytest.importorskip("langchain_core")
     from langchain_core.messages import ToolMessage
-    from tooliscode.integrations.langchain import _with_images
+    from tooliscode.integrations.langchain._tool import _Hooks
 
+    _with_images = _Hooks().render  # the hooks' rendering of a reply as ToolMessage content
     message = ToolMessage(content=_with_images(REPLY), tool_call_id="c1")
     text, image = message.content_blocks
     assert text["type"] == "text" and text["text"] == "text"

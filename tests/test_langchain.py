@@ -144,7 +144,7 @@ def test_description_carries_the_catalog(code_tool: CodeModeTool) -> None:
     for name in ("list_orders", "get_customer", "refund"):
         assert f"def {name}(" in code_tool.description
     assert code_tool.instructions == code_tool.description
-    short = as_langchain_tool([refund], instructions_in_description=False)
+    short = as_langchain_tool([refund], instructions="prompt")
     assert "def refund(" not in short.description and "def refund(" in short.instructions
     short.close()
 
@@ -177,7 +177,7 @@ def test_thread_id_keys_the_interpreter(code_tool: CodeModeTool) -> None:
     assert run("print(x + 1)", "a").content == "42"
     other = run("print(x)", "b")
     assert other.status == "error" and "NameError" in other.content
-    assert set(code_tool.thread_ids) == {"a", "b"}
+    assert set(code_tool.live()) == {"a", "b"}
     assert code_tool.drop("a")
     assert "NameError" in run("print(x)", "a").content
 
@@ -242,3 +242,19 @@ def test_callables_and_toolkits() -> None:
         code.close()
     with pytest.raises(TypeError):
         as_langchain_tool([42])
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given) -> None:
+    from _defaults import CODE, ONLY_REQUIRED, post, same_as_direct
+    from langchain_core.tools import StructuredTool
+    from langchain_core.tools import tool as lc_tool
+
+    given = lc_tool(post) if as_given == "decorated" else post
+    direct = given if as_given == "decorated" else StructuredTool.from_function(post)
+    code = as_langchain_tool([given])
+    try:
+        same_as_direct(lambda: direct.invoke(ONLY_REQUIRED),
+                       lambda: code.invoke({"code": CODE}))
+    finally:
+        code.close()

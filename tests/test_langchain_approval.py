@@ -6,6 +6,7 @@ twice and that a refused call never runs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -36,12 +37,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from tooliscode import Limits
 from tooliscode.durable import FolderStore, Keeper
-from tooliscode.integrations.langchain import CodeModeMiddleware
+from tooliscode.integrations.langchain import CodeModeMiddleware, as_langchain_tool
 
 MODES = ["batched", "per_call"]
 GATHERED = ("import asyncio\n"
             "late = find_late_orders()\n"
-            "sent = await asyncio.gather(*(send_email(to=o['customer'], body=f\"order {o['id']}\")\n"
+            "sent = await asyncio.gather(*(send_email(to=o['customer'],\n"
+            "                                         body=f\"order {o['id']}\")\n"
             "                              for o in late), return_exceptions=True)\n"
             "print([str(s) for s in sent])")
 ONE_BY_ONE = ("for o in find_late_orders():\n"
@@ -405,3 +407,80 @@ def test_resume_in_new_processes_over_redis(mode, redis_url, tmp_path):  # noqa:
             total[name] = total.get(name, 0) + count
     assert total == {"find_late_orders": 1, "send_email": 1}
     assert len(runs) == (2 if mode == "batched" else 3)
+
+
+# -- review configured the way a user would: nothing handed to code mode -------------------
+
+THREE_EMAILS = ("for to in ['ann', 'bob', 'cy']:\n"
+                "    try:\n"
+                "        print(send_email(to=to, body='hi'))\n"
+                "    except ToolError as e:\n"
+                "        print('refused:', e)")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("code_first", [True, False])
+def test_the_agents_own_review_is_found_without_hitl(mode, code_first):
+    """`HumanInTheLoopMiddleware` listed beside code mode, not handed to it: the code's calls
+    of a reviewed tool never run unreviewed. Found where the calls pass through it (listed
+    after code mode), they pause for its review; listed before, in `per_call` mode it cannot
+    ask, and the call is refused with the fix."""
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode=mode)
+    code = CodeModeMiddleware(TOOLS)
+    middleware = [code, hitl] if code_first else [hitl, code]
+    graph = create_agent(CodeModel(), middleware=middleware, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    try:
+        result = graph.invoke({"messages": [("user", THREE_EMAILS)]}, config, version="v2")
+        assert RAN["send_email"] == 0 and SENT == []
+        if not code_first and mode == "per_call":
+            assert not result.interrupts
+            message = tool_messages(result.value)[-1]
+            assert message.count("refused:") == 3 and "after CodeModeMiddleware" in message
+            return
+        assert result.interrupts  # the review the user configured, as for a direct call
+        while result.interrupts:
+            result = graph.invoke(answer(list(result.interrupts)), config, version="v2")
+    finally:
+        code.close()
+    assert [to for to, _ in SENT] == ["ann"]  # approved; bob rejected; cy answered for him
+    assert RAN["send_email"] == 1
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_code_tool_in_tools_refuses_what_the_agents_review_covers(is_async):
+    """The code tool given as a plain tool: its calls cannot pass through the agent's
+    middleware, so a call of a tool the agent reviews is refused, naming the fix."""
+    code = as_langchain_tool(TOOLS)
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
+    graph = create_agent(CodeModel(), tools=[code], middleware=[hitl],
+                         checkpointer=InMemorySaver())
+    turn = ({"messages": [("user", THREE_EMAILS + "\nprint(ping(n=2))")]},
+            {"configurable": {"thread_id": "t"}})
+    try:
+        state = await (graph.ainvoke(*turn) if is_async else asyncio.to_thread(graph.invoke,
+                                                                                *turn))
+    finally:
+        code.close()
+    message = tool_messages(state)[-1]
+    assert message.count("refused:") == 3 and "CodeModeMiddleware" in message
+    assert message.splitlines()[-1] == "2"  # what the review does not cover runs
+    assert RAN["send_email"] == 0 and SENT == []
+
+
+@pytest.mark.parametrize("code_first", [True, False])
+async def test_the_agents_own_review_is_found_under_an_async_agent(code_first):
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
+    code = CodeModeMiddleware(TOOLS)
+    graph = create_agent(CodeModel(), middleware=[code, hitl] if code_first else [hitl, code],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    try:
+        result = await graph.ainvoke({"messages": [("user", THREE_EMAILS)]}, config,
+                                     version="v2")
+        assert result.interrupts and RAN["send_email"] == 0
+        while result.interrupts:
+            result = await graph.ainvoke(answer(list(result.interrupts)), config, version="v2")
+    finally:
+        code.close()
+    assert [to for to, _ in SENT] == ["ann"] and RAN["send_email"] == 1

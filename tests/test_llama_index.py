@@ -21,7 +21,7 @@ from llama_index.core.agent.workflow import (
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, ToolCallBlock
 from llama_index.core.llms import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
-from llama_index.core.workflow import Context
+from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 from tooliscode import Limits
 from tooliscode.integrations.llama_index import (
     CONVERSATION_KEY,
@@ -115,7 +115,7 @@ async def test_one_interpreter_per_context(code) -> None:
     agent.llm = function_calls("print(x + 1)")
     answer, _ = await run(agent, ctx)
     assert str(answer) == "answer: 42"
-    assert await ctx.store.get(CONVERSATION_KEY) in code.codetool.keys
+    assert await ctx.store.get(CONVERSATION_KEY) in code.live()
     agent.llm = function_calls("print(x)")
     _, events = await run(agent, Context(agent))
     (other,) = results(events)
@@ -161,3 +161,46 @@ async def test_codeact_agent_keeps_state_between_steps() -> None:
                         f"refunded {ORDERS[1]['id']}"]
     assert [e.tool_name for e in results(events)].count("refund") == 1
     assert str(answer) == f"Finished: refunded {ORDERS[1]['id']}"
+
+
+@pytest.mark.parametrize("as_given", ["tool", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    code = as_llama_index_tool([FunctionTool.from_defaults(post) if as_given == "tool" else post])
+    try:
+        await asame_as_direct(lambda: FunctionTool.from_defaults(post).acall(**ONLY_REQUIRED),
+                              lambda: code.acall(code=CODE, ctx=None))
+    finally:
+        code.close()
+
+
+SENT: list[str] = []
+
+
+async def send_email(ctx: Context, to: str) -> str:
+    """Send an email; a person approves each (the workflow asks, as LlamaIndex's
+    human-in-the-loop tools do)."""
+    answer = await ctx.wait_for_event(HumanResponseEvent, waiter_id=f"send-{to}",
+                                      waiter_event=InputRequiredEvent(prefix=f"Email {to}?"))
+    if answer.response != "yes":
+        return f"not sent to {to}: {answer.response}"
+    SENT.append(to)
+    return f"sent to {to}"
+
+
+async def test_a_tool_asking_the_user_never_runs_unanswered_from_code() -> None:
+    """The workflow's own approval, as a user writes it into a tool: a step waiting for a
+    person is run again once they answer, which a call from code cannot be; the call is
+    refused, naming the fix, and the email is never sent."""
+    code = as_llama_index_tool([send_email], limits=Limits(timeout_s=30))
+    agent = FunctionAgent(tools=[code], llm=function_calls(
+        "try:\n    send_email(to='ann')\nexcept ToolError as e:\n    print(e)"))
+    SENT.clear()
+    try:
+        answer, events = await run(agent)
+    finally:
+        code.close()
+    assert not [e for e in events if isinstance(e, InputRequiredEvent)]
+    assert "send_email waits for a person's answer" in str(answer)
+    assert "callers={'send_email': 'direct'}" in str(answer) and SENT == []

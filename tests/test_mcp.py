@@ -41,14 +41,16 @@ def test_tools_are_grouped_under_the_server_name(inventory):
     assert "inventory.word_count" in tools  # "word-count" made an identifier
     assert tools["inventory.word_count"].name == "inventory.word-count"
     assert tools["inventory.add"].parameters["required"] == ["a", "b"]
-    assert tools["inventory.add"].output_schema["type"] == "integer"  # the {"result"} wrapper is gone
+    # the {"result"} wrapper is gone
+    assert tools["inventory.add"].output_schema["type"] == "integer"
     assert tools["inventory.get_item"].output_schema["title"] == "Item"
     assert tools["inventory.add"].metadata["mcp_tool"] == "add"
 
 
 def test_structured_content_comes_back_as_python_values(session):
     r = session.run("items = inventory.list_items(category='tools')\n"
-                    "print(type(items).__name__, [i['sku'] for i in items], items[0]['price'] + 1)\n"
+                    "print(type(items).__name__, [i['sku'] for i in items],\n"
+                    "      items[0]['price'] + 1)\n"
                     "one = inventory.get_item(sku='B2')\n"
                     "print(type(one).__name__, one['qty'] * 2, inventory.add(a=2, b=3) * 10)")
     assert r.ok, r.error
@@ -65,11 +67,14 @@ def test_text_content_comes_back_as_str(session):
 
 
 def test_errors_are_tool_errors_the_code_can_catch(session):
-    r = session.run("try:\n    inventory.get_item(sku='ZZ')\nexcept ToolError as e:\n    print('caught', e)\n"
-                    "try:\n    inventory.slow(seconds='soon')\nexcept ToolError as e:\n    print('bad', e)")
+    r = session.run("try:\n    inventory.get_item(sku='ZZ')\n"
+                    "except ToolError as e:\n    print('caught', e)\n"
+                    "try:\n    inventory.slow(seconds='soon')\n"
+                    "except ToolError as e:\n    print('bad', e)")
     assert r.ok, r.error
     caught, bad = r.stdout.splitlines()
-    assert caught.startswith("caught") and caught.endswith("no item with SKU 'ZZ'")  # the server's text
+    # the server's text
+    assert caught.startswith("caught") and caught.endswith("no item with SKU 'ZZ'")
     assert bad.startswith("bad") and "seconds" in bad  # checked against the input schema
     assert r.tool_calls[0].name == "inventory.get_item" and not r.tool_calls[0].ok
 
@@ -85,7 +90,8 @@ def test_result_rules_without_a_server():
         def __init__(self, content=(), structured=None, error=False):
             self.content, self.structured_content, self.is_error = list(content), structured, error
 
-    wrapped = {"type": "object", "properties": {"result": {"type": "array"}}, "required": ["result"]}
+    wrapped = {"type": "object", "properties": {"result": {"type": "array"}},
+               "required": ["result"]}
     assert mcp_result_value(Result(structured={"result": [1]}), wrapped) == [1]
     assert mcp_result_value(Result(structured={"result": [1]})) == {"result": [1]}
     assert mcp_result_value(Result([Text("hi")])) == "hi"
@@ -112,7 +118,8 @@ def test_calls_work_under_arun_and_gather_runs_them_concurrently(session):
 
 
 def test_a_call_past_the_servers_timeout_fails_and_the_server_lives_on(inventory, session):
-    r = session.run("try:\n    inventory.slow(seconds=30)\nexcept ToolError as e:\n    print('late', e)\n"
+    r = session.run("try:\n    inventory.slow(seconds=30)\n"
+                    "except ToolError as e:\n    print('late', e)\n"
                     "print(inventory.add(a=1, b=2))")
     assert r.ok, r.error
     assert "late" in r.stdout and "timed out" in r.stdout
@@ -120,7 +127,8 @@ def test_a_call_past_the_servers_timeout_fails_and_the_server_lives_on(inventory
 
 
 def test_start_and_stop_own_the_process():
-    server = MCPServer.stdio(sys.executable, [INVENTORY], name="shop", include=["process_id", "add"])
+    server = MCPServer.stdio(sys.executable, [INVENTORY], name="shop",
+                             include=["process_id", "add"])
     with pytest.raises(RuntimeError, match="not started"):
         server.tools()
     with server:
@@ -141,7 +149,8 @@ async def test_async_with_and_a_dead_server_gives_tool_errors():
             pid = int((await s.arun("inventory.process_id()")).value)
             os.kill(pid, 9)
             _wait_gone(pid)
-            r = await s.arun("try:\n    inventory.add(a=1, b=1)\nexcept ToolError as e:\n    print('error:', e)")
+            r = await s.arun("try:\n    inventory.add(a=1, b=1)\n"
+                             "except ToolError as e:\n    print('error:', e)")
     assert r.ok, r.error
     assert r.stdout.startswith("error:")
 
@@ -158,14 +167,16 @@ def test_streamable_http(http_url):
 
             async def main():
                 return await s.arun("import asyncio\n"
-                                    "await asyncio.gather(inventory.add(a=1, b=2), shop.add(a=3, b=4))")
+                                    "await asyncio.gather(inventory.add(a=1, b=2),\n"
+                                    "                     shop.add(a=3, b=4))")
 
             assert asyncio.run(main()).value == "[3, 7]"
 
 
 def test_the_core_imports_without_mcp():
     code = ("import sys; sys.modules['mcp'] = None\nimport tooliscode\n"
-            "try:\n    tooliscode.MCPServer.stdio('x').start()\nexcept ImportError as e:\n    print(e)")
+            "try:\n    tooliscode.MCPServer.stdio('x').start()\n"
+            "except ImportError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          check=False)
     assert "pip install 'tooliscode[mcp]'" in out.stdout, out.stderr

@@ -23,7 +23,8 @@ class Shop:
     seen: list
 
 
-ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": float(i * 10), "status": ("open", "paid")[i % 2]}
+ORDERS = [{"id": i, "customer": f"c{i % 4}", "total": float(i * 10),
+           "status": ("open", "paid")[i % 2]}
           for i in range(1, 41)]
 
 
@@ -103,7 +104,8 @@ def spans():
 
 def _echo_last_output(call):
     """A model step that answers with what the last tool call returned."""
-    outputs = [i for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    outputs = [i for i in call.input
+               if isinstance(i, dict) and i.get("type") == "function_call_output"]
     return [assistant_message(str(outputs[-1]["output"]))]
 
 
@@ -139,7 +141,8 @@ async def test_a_program_loops_filters_and_gathers_over_the_tools(spans):
     outer = [s for s in functions if s.span_data.name == "run_python"]
     inner = [s for s in functions if s.span_data.name != "run_python"]
     assert len(outer) == 1
-    assert sorted(s.span_data.name for s in inner) == ["get_customer", "get_customer", "list_orders"]
+    assert sorted(s.span_data.name for s in inner) == ["get_customer", "get_customer",
+                                                       "list_orders"]
     assert {s.parent_id for s in inner} == {outer[0].span_id}
     assert json.loads(inner[0].span_data.input) in ({"status": "paid"}, {"customer_id": "c1"},
                                                     {"customer_id": "c3"})
@@ -154,14 +157,16 @@ async def test_failures_raise_tool_error_in_the_code_and_never_fail_the_run(span
                               ModelStep.respond(_echo_last_output))
         result = await Runner.run(agent, "go")
 
-    outputs = [i["output"] for i in model.last_call.input if i.get("type") == "function_call_output"]
+    outputs = [i["output"] for i in model.last_call.input
+               if i.get("type") == "function_call_output"]
     lines = outputs[0].splitlines()
     assert lines[0] == "! ValueError: broken because rust"
     assert "sluggish" in lines[1] and "timed out" in lines[1]
     assert "ZeroDivisionError" in outputs[1]
     assert outputs[2].startswith("[error]")
     assert result.final_output == outputs[2]
-    failed = {s.span_data.name: s.error for s in spans.functions() if s.span_data.name != "run_python"}
+    failed = {s.span_data.name: s.error for s in spans.functions()
+              if s.span_data.name != "run_python"}
     assert set(failed) == {"broken", "sluggish"}
     assert all(error is not None for error in failed.values())
 
@@ -262,7 +267,8 @@ async def test_streamable_http_server_of_the_sdk_beside_our_own_mcp_server(spans
                "a, b = await asyncio.gather(inventory.add(a=1, b=2), shop.add(a=3, b=4))\n"
                "print(a + b, (await shop.get_item(sku='C3'))['qty'])")
     with inventory_over_http() as url:
-        async with MCPServerStreamableHttp({"url": url}, client_session_timeout_seconds=60) as remote, \
+        async with MCPServerStreamableHttp({"url": url},
+                                           client_session_timeout_seconds=60) as remote, \
                 MCPServer.stdio(sys.executable, [INVENTORY], name="shop") as local:
             with CodeModeToolset(mcp_servers=[remote, local]) as code:
                 agent, _ = _agent(code, _code_call(program), ModelStep.respond(_echo_last_output))
@@ -282,3 +288,49 @@ async def test_final_answer_ends_the_run_when_the_agent_lets_it():
         result = await Runner.run(agent, "how many?", context=Shop("a", []))
     assert result.final_output == "20 orders are paid"
     assert model.remaining_steps == 0 and len(model.calls) == 1
+
+
+@function_tool
+def post_tweet(content: str, tags: list[str] = [], reply_to: int | None = None,  # noqa: B006
+               lang: str | None = "en") -> dict:
+    """Post a tweet."""
+    return {"content": content, "tags": tags, "reply_to": reply_to, "lang": lang}
+
+
+async def test_a_strict_tool_needs_from_code_only_what_the_sdk_needs():
+    """The SDK's strict schema lists every parameter as required; the SDK itself still takes
+    a call without the defaulted ones, and fills them in. So does a call from code."""
+    assert post_tweet.strict_json_schema and "tags" in post_tweet.params_json_schema["required"]
+    direct = await post_tweet.on_invoke_tool(
+        ToolContext(context=None, tool_name="post_tweet", tool_call_id="c",
+                    tool_arguments='{"content": "hi"}'), '{"content": "hi"}')
+    with CodeModeToolset([post_tweet]) as code:
+        agent, model = _agent(code, _code_call("import json\n"
+                                               "print(json.dumps(post_tweet(content='hi')))"),
+                              ModelStep.respond(_echo_last_output))
+        result = await Runner.run(agent, "go")
+    assert json.loads(result.final_output) == direct == {
+        "content": "hi", "tags": [], "reply_to": None, "lang": "en"}
+    catalog = model.first_call.system_instructions
+    assert "post_tweet(content: str, tags: list[str] = [], reply_to: int | None = None, " \
+           "lang: str | None = 'en')" in catalog, catalog
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    sdk_tool = function_tool(post)  # strict, as the SDK makes it by default
+    arguments = json.dumps(ONLY_REQUIRED)
+
+    async def direct():
+        await sdk_tool.on_invoke_tool(ToolContext(context=None, tool_name="post",
+                                                  tool_call_id="c", tool_arguments=arguments),
+                                      arguments)
+
+    async def from_code():
+        with CodeModeToolset([sdk_tool if as_given == "decorated" else post]) as code:
+            agent, _ = _agent(code, _code_call(CODE), ModelStep.respond(_echo_last_output))
+            await Runner.run(agent, "go")
+
+    await asame_as_direct(direct, from_code)

@@ -121,7 +121,8 @@ ONE_BY_ONE = ("late = find_late_orders()\n"
               "out = []\n"
               "for o in late:\n"
               "    try:\n"
-              "        out.append(send_email(to=o['customer'], body=f\"order {o['id']} is late\"))\n"
+              "        out.append(send_email(to=o['customer'],\n"
+              "                              body=f\"order {o['id']} is late\"))\n"
               "    except ToolError as e:\n"
               "        out.append(f'refused: {e}')\n"
               "print(out)")
@@ -242,7 +243,8 @@ async def test_a_policy_function_and_always_approve(code):
 
 
 async def test_a_hundred_calls_and_one_gated_make_101_calls_in_all(code):
-    program = "total = sum(ping(n=i) for i in range(100))\nprint(total, send_email(to='z', body='b'))"
+    program = ("total = sum(ping(n=i) for i in range(100))\n"
+               "print(total, send_email(to='z', body='b'))")
     agent = _agent(code, program, "hund_1")
     paused = await Runner.run(agent, "go")
     state = paused.to_state()

@@ -16,6 +16,7 @@ from pydantic_ai.mcp import MCPToolset, StdioTransport
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    TextPart,
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -278,3 +279,32 @@ async def test_tools_that_change_between_steps() -> None:
     assert second.outcome == "retried" and "The tools changed" in second.content
     assert "NameError" in second.content
     assert "weekday" not in (script.infos[-1].instructions or "")
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
+    from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
+
+    def toolset() -> FunctionToolset[None]:
+        if as_given == "callable":
+            return FunctionToolset([post])
+        made: FunctionToolset[None] = FunctionToolset()
+        made.tool_plain(post)
+        return made
+
+    def calls_post(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("post", dict(ONLY_REQUIRED))])
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def direct():
+        await Agent(FunctionModel(calls_post), toolsets=[toolset()]).run("go")
+
+    async def from_code():
+        wrapper = CodeModeToolset(toolset())
+        try:
+            await Agent(Script(CODE).model, toolsets=[wrapper]).run("go")
+        finally:
+            wrapper.close()
+
+    await asame_as_direct(direct, from_code)

@@ -13,7 +13,8 @@ THROUGH_C = {
     "map": "def f(x):\n    return list(map(f, [x]))\nf(1)",
     "sorted key": "def k(x):\n    return sorted([x], key=k)\nk(1)",
     "nested eval": "def e(n):\n    return eval('e(n + 1)')\ne(0)",
-    "getattr": "class A:\n    def __getattr__(self, name):\n        return getattr(self, name)\nA().x",
+    "getattr": "class A:\n    def __getattr__(self, name):\n"
+               "        return getattr(self, name)\nA().x",
     "eq": "class Q:\n    def __eq__(self, other):\n        return self == other\nQ() == Q()",
     "str in print": "class S:\n    def __str__(self):\n        return str(self)\nprint(S())",
 }

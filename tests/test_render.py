@@ -70,6 +70,7 @@ def test_render_without_a_session():
         "(the cell ran and printed nothing; it defined: a = 3, b)"
     final = render(CellResult(ok=True, has_final=True, final="x" * 600))
     assert final.startswith("[final answer] xxx") and "100 more characters" in final
-    many = render(CellResult(ok=True, stdout="ok\n", files_written=tuple(f"f{i}" for i in range(25))))
+    many = render(CellResult(ok=True, stdout="ok\n",
+                             files_written=tuple(f"f{i}" for i in range(25))))
     assert many == "ok\n[files written in /session] " + ", ".join(f"f{i}" for i in range(20)) + \
         " and 5 more"

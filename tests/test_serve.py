@@ -40,7 +40,8 @@ ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 @contextlib.contextmanager
-def serving(script: list[ScriptedReply] | Any, **options: Any) -> Iterator[tuple[Server, ScriptedServer]]:
+def serving(script: list[ScriptedReply] | Any,
+            **options: Any) -> Iterator[tuple[Server, ScriptedServer]]:
     with ScriptedServer(script) as upstream, \
             Server(ServeConfig(upstream=upstream.base_url, port=0, **options)) as server:
         yield server, upstream

@@ -210,3 +210,17 @@ def test_variables_arrive_as_json_values(executor):
     run = agent(executor, "final_answer([threshold + 1, type(rows).__name__])")
     assert run.run("go", additional_args={"threshold": 100, "rows": (1, 2)}) == \
         "answer: [101, 'list']"
+
+
+def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required() -> None:
+    """smolagents takes tools as `Tool`s only (`@tool` makes one); its agents call them as
+    `tool(**arguments)`."""
+    from _defaults import CODE, ONLY_REQUIRED, post, same_as_direct
+
+    posting = tool(post)
+    executor = WasmExecutor()
+    executor.send_tools({"post": posting})
+    try:
+        same_as_direct(lambda: posting(**ONLY_REQUIRED), lambda: executor(CODE))
+    finally:
+        executor.cleanup()

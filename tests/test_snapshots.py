@@ -81,7 +81,8 @@ def test_a_snapshot_restores_in_another_process(blob, tmp_path):
     (tmp_path / "blob.bin").write_bytes(blob)
     script = ("from tooliscode import Session\n"
               f"def get_price(sku: str) -> float:\n    return {{'a': 1.5, 'b': 2.0}}[sku]\n"
-              f"s = Session.restore(open({str(tmp_path / 'blob.bin')!r}, 'rb').read(), [get_price])\n"
+              f"s = Session.restore(open({str(tmp_path / 'blob.bin')!r}, 'rb').read(),\n"
+              f"                    [get_price])\n"
               f"print(s.run({CHECK!r}).stdout, end='')\ns.close()\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)

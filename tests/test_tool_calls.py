@@ -79,7 +79,8 @@ def meeting_of_six():
 
 def test_gathered_calls_run_concurrently(meeting_of_six):
     r = meeting_of_six.run("import asyncio\n"
-                           "res = await asyncio.gather(meet('a'), *(ameet(str(i)) for i in range(5)))\n"
+                           "res = await asyncio.gather(meet('a'),\n"
+                           "                           *(ameet(str(i)) for i in range(5)))\n"
                            "[res[0]] + [x['tag'] for x in res[1:]]")
     assert r.ok, r.error
     assert r.value == "['a', '0', '1', '2', '3', '4']"

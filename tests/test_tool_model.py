@@ -146,7 +146,8 @@ def test_a_callable_schema_is_built_once_but_follows_changes():
 def test_pydantic_models_as_parameters_and_results_through_the_sandbox():
     tool = Tool.from_function(save_customer)
     built = ToolStub.of(tool)
-    assert built.signature() == "save_customer(customer: Customer, notify: bool = False) -> Customer"
+    assert built.signature() == \
+        "save_customer(customer: Customer, notify: bool = False) -> Customer"
     assert "class Address(TypedDict):" in built.source()
     assert "tier: NotRequired[Literal['free', 'pro']]" in built.source()
     with Session([tool], limits=Limits(timeout_s=30)) as s:
@@ -256,7 +257,8 @@ def test_identifiers_in_any_script_are_kept_as_written():
     tool = Tool(name="buscar", parameters={"type": "object", "required": ["n\u00famero"],
                 "properties": {"n\u00famero": {"type": "integer"},
                                "nu\u0301mero": {"type": "integer"}}})
-    assert ToolStub.of(tool).signature() == "buscar(número: int, número_2: int | None = None) -> Any"
+    assert ToolStub.of(tool).signature() == \
+        "buscar(número: int, número_2: int | None = None) -> Any"
     assert guest_spec(tool)["keys"] == {"número_2": "nu\u0301mero"}
     with pytest.raises(ValueError, match="would both be called 'find'"):
         ToolRegistry([Tool(name="\ufb01nd"), Tool(name="find")])

@@ -62,7 +62,8 @@ def test_tools_in_responses_shape_with_passthrough(tic):
     code_tool = tools[0]
     assert code_tool["name"] == "run_python" and code_tool["strict"] is True
     assert code_tool["parameters"]["required"] == ["code"]
-    assert code_tool["description"] == "Run Python in the persistent sandbox where the tools are functions."
+    assert code_tool["description"] == \
+        "Run Python in the persistent sandbox where the tools are functions."
     tools[0]["name"] = "changed"  # callers get copies
     assert tic.tools[0]["name"] == "run_python"
 

@@ -152,7 +152,8 @@ class FileSystem:
         counts = {"l": len(text.splitlines()), "w": len(text.split()), "c": len(text)}
         if mode not in counts:
             return {"error": f"wc: mode must be 'l', 'w' or 'c', not {mode!r}"}
-        return {"count": counts[mode], "type": {"l": "lines", "w": "words", "c": "characters"}[mode]}
+        kinds = {"l": "lines", "w": "words", "c": "characters"}
+        return {"count": counts[mode], "type": kinds[mode]}
 
     def sort(self, file_name: str) -> dict[str, Any]:
         text = self._file(file_name)

@@ -1,7 +1,7 @@
 """Running a task both ways through the real loop, and counting what each model call was sent.
 
-Both sides go through `tooliscode.openai._loop.run_conversation` with the real `openai` client against
-`ScriptedServer`: the tools really run, the loop builds the history as it would for a real
+Both sides go through `tooliscode.openai._loop.run_conversation` with the real `openai` client
+against `ScriptedServer`: the tools really run, the loop builds the history as it would for a real
 model, and the tokens are counted from the request bodies the server received.
 """
 

@@ -77,7 +77,8 @@ def load_mcp(target: str, stack: ExitStack) -> list[Tool]:
     try:
         from ..mcp import MCPServer
     except ImportError as exc:
-        raise SystemExit(f"MCP servers need the mcp extra: pip install 'tooliscode[mcp]' ({exc})") from None
+        raise SystemExit("MCP servers need the mcp extra: pip install 'tooliscode[mcp]' "
+                         f"({exc})") from None
     if target.startswith(("http://", "https://")):
         server = MCPServer.http(target)
     else:
@@ -132,7 +133,9 @@ class Repl:
 
     def _where_images(self, out: Reply) -> None:
         """Where each image the cell made is on this machine, to open it."""
-        folder = self.toolset.session().workdir if out.images else None
+        if not out.images:
+            return
+        folder = self.toolset.session().workdir
         for image in out.images:
             self.say(f"--- image: {folder / image.path} ({image.width}x{image.height} px, "
                      f"{len(image.data):,} bytes)")

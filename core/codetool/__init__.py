@@ -9,6 +9,8 @@ from ._api_key import UNAUTHORIZED, key_matches, require_key
 from ._code_tool import CodeTool
 from ._reply import Outcome, Reply
 from ._sandbox import Sandbox, Toolbox, ToolFactory, fingerprint
+from ._steps import Step, Steps, adrive, drive
 
 __all__ = ["UNAUTHORIZED", "Closing", "CodeTool", "Outcome", "Reply", "Sandbox", "Starting",
-           "ToolFactory", "Toolbox", "fingerprint", "key_matches", "require_key"]
+           "Step", "Steps", "ToolFactory", "Toolbox", "adrive", "drive", "fingerprint",
+           "key_matches", "require_key"]

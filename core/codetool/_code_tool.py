@@ -109,13 +109,13 @@ class CodeTool(Closing):
         else:
             sandbox, evicted = own, None
         notices = [EVICTED.format(reason=evicted) if evicted else None]
-        stored = self.keeper is not None and own is None and key is not None
+        keeper = self.keeper if own is None and key is not None else None
         try:
             yield Hold(sandbox.lock)
             call: Call | None = None
             try:
-                if stored:
-                    call = yield Blocking(self.keeper.begin, (_store_key(key),))
+                if keeper is not None:
+                    call = yield Blocking(keeper.begin, (_store_key(key),))
                     if call.unreachable:
                         notices.append(call.unreachable)
                     else:
@@ -129,23 +129,24 @@ class CodeTool(Closing):
                 if isinstance(step, str):  # nothing to continue: nothing runs
                     return Reply(noted(step, notices))
                 result = yield step
-                if call is not None:  # stored before the answer goes (`Keeper.save`)
+                if call is not None and keeper is not None:  # stored before the answer goes
                     done, call = call, None
-                    if result.paused and call_id is not None:
-                        yield Blocking(self.keeper.pause, (done, record_key(done.key, call_id),
-                                                           PauseRecord(session.paused_log(),
-                                                                       done.version).to_bytes()))
+                    paused_log = session.paused_log()
+                    if result.paused and call_id is not None and paused_log is not None:
+                        yield Blocking(keeper.pause, (done, record_key(done.key, call_id),
+                                                      PauseRecord(paused_log,
+                                                                  done.version).to_bytes()))
                     else:
-                        notices.append((yield Blocking(self.keeper.commit, (done, session))))
+                        notices.append((yield Blocking(keeper.commit, (done, session))))
                         if isinstance(step, RunCell) and step.log is not None:
-                            yield Blocking(self.keeper.store.delete,
+                            yield Blocking(keeper.store.delete,
                                            (record_key(done.key, step.log.outer_id),))
                 elif own is not None and result.paused and call_id is not None:
                     self._paused_runs.keep(call_id, own, session.limits.pause_s)
             finally:
                 sandbox.context = None
-                if call is not None:  # the cell did not finish: store what there is
-                    self.keeper.end(call.key, sandbox.session)
+                if call is not None and keeper is not None:  # the cell did not finish: store
+                    keeper.end(call.key, sandbox.session)  # what there is
                 sandbox.lock.release()
         except SessionClosed:
             raise
@@ -182,7 +183,7 @@ class CodeTool(Closing):
 
         A framework that runs its tool again on resume without saying which decisions are
         new (LangGraph) asks this first, to tell a continuation from a new call."""
-        sandbox = self._conversations.get(key)
+        sandbox = self._paused_runs.peek(call_id) or self._conversations.get(key)
         session = sandbox.session if sandbox is not None else None
         if session is not None and session.paused_for == call_id:
             log = session.paused_log()
@@ -198,6 +199,13 @@ class CodeTool(Closing):
                                                                           record.log.code):
             return ()  # the conversation moved on, or another cell: the record outlived it
         return tuple(record.log.pending)
+
+    def paused_in(self, key: Hashable = None, sandbox: Sandbox | None = None) -> str | None:
+        """The code tool call whose cell is parked in conversation `key`'s sandbox (or in
+        `sandbox`, a run's), if one is."""
+        sandbox = sandbox if sandbox is not None else self._conversations.get(key)
+        session = sandbox.session if sandbox is not None else None
+        return session.paused_for if session is not None else None
 
     def paused_run(self, call_id: str) -> Sandbox | None:
         """The sandbox of a run whose cell paused in code tool call `call_id`, for the run

@@ -84,6 +84,12 @@ class PausedRuns:
             held = self._held.pop(call_id, None)
         return held[0] if held is not None else None
 
+    def peek(self, call_id: str) -> Sandbox | None:
+        """The sandbox paused in `call_id`, still kept here."""
+        with self._lock:
+            held = self._held.get(call_id)
+        return held[0] if held is not None else None
+
     def waits(self, call_id: str) -> bool:
         """A sandbox paused in `call_id` is kept here."""
         with self._lock:

@@ -66,7 +66,7 @@ class Sandbox:
 
     limits: Limits | None = None
     workdir: Path | None = None
-    runtime: Runtime | None = None
+    runtime: Runtime | str | None = None
     context: Any = None
     """What the running cell's tool calls need; `None` between cells."""
     session: Session | None = None

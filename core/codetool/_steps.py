@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..engine import CellLog, CellResult, Decision, Session
 from ._background import acquire
@@ -21,6 +21,15 @@ from ._background import acquire
 __all__ = ["Blocking", "Hold", "ResumeCell", "RunCell", "Step", "Steps", "adrive", "drive"]
 
 T = TypeVar("T")
+
+
+class Step(Protocol):
+    """One thing to do, done blocking (`run`) or on an event loop (`arun`). The steps below
+    are the code tool's own; a front end's work (LangGraph's resume) adds others."""
+
+    def run(self) -> Any: ...
+
+    async def arun(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,6 @@ class ResumeCell:
         return await self.session.aresume(self.decisions)
 
 
-Step = Hold | Blocking | RunCell | ResumeCell
 Steps = Generator[Step, Any, T]
 
 

@@ -81,7 +81,8 @@ class MCPServer(Starting):
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            params = StdioServerParameters(command=command, args=arguments, env=extra, cwd=cwd)
+            params = StdioServerParameters(command=command, args=arguments, env=extra,
+                                           cwd=None if cwd is None else os.fspath(cwd))
             return params if stderr is None else stdio_client(params, errlog=stderr)
 
         server = cls(target, **options)

@@ -2,7 +2,8 @@
 
     {"mcpServers": {
         "git":  {"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_PAGER": "cat"}},
-        "shop": {"url": "https://shop.example/mcp", "headers": {"Authorization": "Bearer ${SHOP_TOKEN}"},
+        "shop": {"url": "https://shop.example/mcp",
+                 "headers": {"Authorization": "Bearer ${SHOP_TOKEN}"},
                  "include": ["list_items"], "timeout_s": 20,
                  "callers": {"list_items": "both", "checkout": "direct"}}}}
 
@@ -21,13 +22,14 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ToolIsCodeError
-from ..tools import CALLERS
+from ..tools import CALLERS, Caller
 
 __all__ = ["ConfigError", "UpstreamConfig", "load_config", "parse_config"]
 
@@ -59,7 +61,7 @@ class UpstreamConfig:
     headers: Mapping[str, str] | None = None
     include: tuple[str, ...] | None = None
     timeout_s: float | None = None
-    callers: Mapping[str, str] | None = None
+    callers: Mapping[str, Caller] | None = None
     """Who calls each tool, by its MCP name (see the module's docstring)."""
 
     @property
@@ -70,7 +72,7 @@ class UpstreamConfig:
         return mcp_namespace(self.name)
 
     @property
-    def qualified_callers(self) -> dict[str, str]:
+    def qualified_callers(self) -> dict[str, Caller]:
         """`callers` by the tools' names in the code, as `CodeModeProxy(callers=...)` takes."""
         return {f"{self.namespace}.{tool}": caller for tool, caller in (self.callers or {}).items()}
 
@@ -99,10 +101,12 @@ def load_config(path: str | os.PathLike[str]) -> list[UpstreamConfig]:
     except OSError as exc:
         raise ConfigError(f"cannot read the servers file {file}: {exc.strerror or exc}") from None
     try:
-        if file.suffix.lower() == ".toml":
-            import tomllib  # Python 3.11+
+        if file.suffix.lower() == ".toml" and sys.version_info >= (3, 11):
+            import tomllib
 
             data = tomllib.loads(text)
+        elif file.suffix.lower() == ".toml":
+            raise ImportError("tomllib")  # Python 3.10: said below
         else:
             data = json.loads(text)
     except ImportError:
@@ -157,7 +161,8 @@ def _server(name: str, entry: Mapping[str, Any], where: str) -> UpstreamConfig:
         raise ConfigError(f'{where}.timeout_s: expected a positive number of seconds, got '
                           f"{timeout!r}")
     include = entry.get("include")
-    common = {"include": tuple(_strings(include, f"{where}.include")) if include is not None
+    common: dict[str, Any] = {
+        "include": tuple(_strings(include, f"{where}.include")) if include is not None
               else None, "timeout_s": timeout, "callers": _callers(entry.get("callers"), where)}
     if has_url:
         url = _string(entry["url"], f"{where}.url")

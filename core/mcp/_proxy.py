@@ -28,15 +28,14 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from typing_extensions import Self
+from typing_extensions import Self, Unpack
 
-from ..codetool import CodeTool, Starting, require_key
-from ..durable import Keeper, SessionStore
-from ..engine import CellImage, Limits
+from ..adapters import Catalog, CommonArgs, Facade, Options
+from ..codetool import CodeTool, Starting, Toolbox, require_key
+from ..engine import CellImage
 from ..errors import ToolIsCodeError
-from ..prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data, instructions, noted
-from ..runtime import Runtime, python_note
-from ..tools import Caller, Tool, ToolRegistry, ToolStub, split_callers
+from ..prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data, noted
+from ..tools import Tool, ToolRegistry, ToolStub, split_callers
 from ._client import MCPServer
 from ._stdio import on_signals, stdin_lines
 
@@ -81,11 +80,12 @@ class UpstreamError(ToolIsCodeError):
 
     def __init__(self, failures: Mapping[str, str]):
         self.failures = dict(failures)
-        lines = [f"the MCP server {name!r} failed to start: {why}" for name, why in failures.items()]
+        lines = [f"the MCP server {name!r} failed to start: {why}"
+                 for name, why in failures.items()]
         super().__init__("\n".join(lines))
 
 
-class CodeModeProxy(Starting):
+class CodeModeProxy(Facade, Starting):
     """Upstream MCP servers behind one code tool and a tool search, served over MCP.
 
     `servers` maps a name (used in messages) to an unstarted `MCPServer`; their namespaces are
@@ -98,26 +98,20 @@ class CodeModeProxy(Starting):
     or "both".
     """
 
-    def __init__(self, servers: Mapping[str, MCPServer], *, limits: Limits | None = None,
-                 idle_timeout_s: float | None = 1800.0, max_sessions: int | None = None,
-                 name: str = "tooliscode", api_key: str | None = None,
-                 runtime: Runtime | str | None = None,
-                 store: SessionStore | Keeper | None = None,
-                 callers: Mapping[str, Caller] | None = None):
+    def __init__(self, servers: Mapping[str, MCPServer], *, name: str = "tooliscode",
+                 api_key: str | None = None, **options: Unpack[CommonArgs]):
         if not servers:
             raise ValueError("CodeModeProxy needs at least one MCP server")
         self.servers = dict(servers)
         self.name = name
-        self.limits = limits or Limits()
-        self.runtime = runtime
-        self.store = store
-        """Keeps each client session's interpreter in a store (HTTP: any worker resumes it)."""
-        self.idle_timeout_s = idle_timeout_s
-        self.max_sessions = max_sessions
+        """The MCP server's name (its code tool is `run_python`)."""
+        self.options = Options(**options)
+        """Every front end's options (`tooliscode.adapters.Options`); `store` keeps each
+        client session's interpreter (over HTTP, any worker resumes it)."""
         self.api_key = api_key
         """Over HTTP, clients must send it (`Authorization: Bearer <key>`); 401 otherwise."""
-        self.callers = dict(callers or {})
-        self._code_tool: CodeTool | None = None
+        self._started: CodeTool | None = None
+        """The code tool, once the proxy has started."""
         self._registry = ToolRegistry()
         self._direct: dict[str, tuple[MCPServer, Tool]] = {}
         self._instructions = ""
@@ -145,25 +139,23 @@ class CodeModeProxy(Starting):
         everything = [(server, tool) for server in self.servers.values()
                       for tool in server.tools()]
         try:
-            tools, direct = split_callers([t for _, t in everything], self.callers,
+            tools, direct = split_callers([t for _, t in everything], self.options.callers,
                                           attrgetter("name"))
         except ValueError:
             await self._close_servers()
             raise
         self._direct = {t.name: (s, t) for s, t in everything if t in direct}
         self._registry = ToolRegistry(tools)
-        self._code_tool = CodeTool(tools, limits=self.limits, idle_timeout_s=self.idle_timeout_s,
-                                 max_sessions=self.max_sessions, runtime=self.runtime,
-                                 store=self.store)
+        self._started = self.options.code_tool(Toolbox.of(tools))
         notes = [f"Notes from the `{s.namespace}` server: {_cut(s.instructions)}"
                  for s in self.servers.values() if s.instructions]
-        self._instructions = instructions(self._registry, CODE_TOOL_NAME, notes=notes,
-                                          python=python_note(self.runtime))
+        self._instructions = Catalog.of(tools, CODE_TOOL_NAME, python=self.options.python,
+                                        notes=notes).instructions
         return self
 
     def close(self) -> None:
         """Close every interpreter, then every upstream server."""
-        code_tool, self._code_tool = self._code_tool, None
+        code_tool, self._started = self._started, None
         if code_tool is not None:
             code_tool.close()
         for server in self.servers.values():
@@ -171,7 +163,7 @@ class CodeModeProxy(Starting):
 
     async def aclose(self) -> None:
         """`close` without blocking the event loop."""
-        code_tool, self._code_tool = self._code_tool, None
+        code_tool, self._started = self._started, None
         if code_tool is not None:
             await asyncio.to_thread(code_tool.close)
         await self._close_servers()
@@ -188,9 +180,9 @@ class CodeModeProxy(Starting):
     @property
     def code_tool(self) -> CodeTool:
         """The code tool over the upstream tools (the proxy must be started)."""
-        if self._code_tool is None:
+        if self._started is None:
             raise RuntimeError("the proxy is not started: use `async with proxy:`")
-        return self._code_tool
+        return self._started
 
     @property
     def instructions(self) -> str:
@@ -292,7 +284,8 @@ class CodeModeProxy(Starting):
 
         app = self.server(http=True).streamable_http_app(
             streamable_http_path=path, host=host,
-            session_idle_timeout=self.idle_timeout_s, max_sessions=self.max_sessions)
+            session_idle_timeout=self.options.idle_timeout_s,
+            max_sessions=self.options.max_sessions)
         if self.api_key:
             app = require_key(app, self.api_key)
         web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
@@ -383,8 +376,8 @@ class CodeModeProxy(Starting):
             connection.exit_stack.push_async_callback(asyncio.to_thread, self._drop, key)
         return key, False
 
-    def _drop(self, key: Hashable) -> None:
-        code_tool = self._code_tool
+    def _drop(self, key: tuple[str, str]) -> None:
+        code_tool = self._started
         if code_tool is not None and code_tool.drop(key):
             _log.info("closed the Python session of MCP session %s", key[1])
 

@@ -84,7 +84,8 @@ def mcp_result_value(result: Any, output_schema: Mapping[str, Any] | None = None
         raise ToolError(_text(result.content).strip() or "the MCP tool reported an error")
     structured = getattr(result, "structured_content", None)
     if structured is not None:
-        if _wrapped(output_schema) and isinstance(structured, dict) and list(structured) == ["result"]:
+        if _wrapped(output_schema) and isinstance(structured, dict) and \
+                list(structured) == ["result"]:
             return structured["result"]
         return structured
     blocks = [_block(b) for b in getattr(result, "content", None) or ()]

@@ -116,6 +116,11 @@ class _Steps:
         self.gen = gen
         self.result: LoopResult | None = None
 
+    def done(self) -> LoopResult:
+        """The result, once the loop has returned it."""
+        assert self.result is not None, "the loop has not ended"
+        return self.result
+
 
 def _advance(steps: _Steps, outcome: Any) -> _Ask | _Run | None:
     """Hand the loop the outcome of its last step; the next step, or None when it is done."""
@@ -179,7 +184,7 @@ def run_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode, model:
     while (step := _advance(steps, outcome)) is not None:
         outcome = (_sync_turn(wire, client, step.request, stream, on_partial)
                    if isinstance(step, _Ask) else toolset.tool_call(step.item, key=key))
-    return steps.result
+    return steps.done()
 
 
 async def arun_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode, model: str,
@@ -193,7 +198,7 @@ async def arun_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode,
     while (step := _advance(steps, outcome)) is not None:
         outcome = (await _async_turn(wire, client, step.request, stream, on_partial)
                    if isinstance(step, _Ask) else await toolset.atool_call(step.item, key=key))
-    return steps.result
+    return steps.done()
 
 
 def _batch_key() -> str:

@@ -19,21 +19,20 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .._closing import Closing
-from ..codetool import CodeTool, Outcome, Reply, Sandbox, Toolbox
-from ..durable import Keeper, SessionStore
-from ..engine import CellResult, Limits, Session, background_loop
+from ..adapters import Catalog, Facade, OptionArgs, Options
+from ..codetool import Outcome, Reply, Sandbox, Toolbox
+from ..engine import CellResult, Limits, background_loop
 from ..errors import ToolError
 from ..prompt import (
-    CODE_TOOL_NAME,
     CODE_TOOL_SCHEMA,
     LLM_QUERY_NOTE,
-    code_tool_description,
-    instructions,
     responses_output,
 )
-from ..runtime import Runtime, python_note
-from ..tools import Caller, Tool, ToolRegistry, as_tool, split_callers
+from ..runtime import Runtime
+from ..tools import Tool, ToolRegistry, as_tool, split_callers
 from ._callback import LLM, LLM_TOOL_NAME, Callback, CallIds, bind_callback, llm_tool
 from ._tool_call import Api, CodeCall, parse_call
 
@@ -96,7 +95,7 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-class ToolIsCode(Closing):
+class ToolIsCode(Facade, Closing):
     """An agent's tools as one code tool, with a stateful sandbox per conversation.
 
     `tools` may be callables, `Tool`s, or OpenAI tool dicts (either API's shape). Function
@@ -115,21 +114,20 @@ class ToolIsCode(Closing):
     """
 
     def __init__(self, tools: Iterable[Any] = (), callback: Callback | None = None, *,
-                 llm: LLM | None = None, api: Api = "responses", name: str = CODE_TOOL_NAME,
-                 limits: Limits | None = None, runtime: Runtime | str | None = None,
-                 workdir: str | Path | None = None, idle_timeout_s: float | None = 1800.0,
-                 max_sessions: int | None = None, catalog_chars: int = 6_000,
-                 describe_names: bool = True, store: SessionStore | Keeper | None = None,
-                 callers: Mapping[str, Caller] | None = None):
+                 llm: LLM | None = None, api: Api = "responses",
+                 workdir: str | Path | None = None, catalog_chars: int = 6_000,
+                 **options: Unpack[OptionArgs]):
         if api not in ("responses", "chat"):
             raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
         self.api: Api = api
-        self.name = name
-        self.limits = limits or Limits()
+        self.options = Options(**options)
+        """Every front end's options (`tooliscode.adapters.Options`)."""
+        self.name = self.options.name
+        self.limits = self.options.limits or Limits()
         self._callback = callback
         self._llm = llm
         every, self._passthrough = _split(tools)
-        self._tools, direct = split_callers(every, callers, attrgetter("name"))
+        self._tools, direct = split_callers(every, self.options.callers, attrgetter("name"))
         self._direct = {t.name: t for t in direct}
         self.registry = ToolRegistry(self._tools)
         """The tools the code can call (`llm_query` is not counted among them)."""
@@ -143,12 +141,8 @@ class ToolIsCode(Closing):
             t.python_name for t in self._tools)
         self._direct_names = frozenset(self._direct)
         self._catalog_chars = catalog_chars
-        self._instructions: str | None = None
-        self.code_tool = CodeTool(Toolbox(self._bind), limits=self.limits, runtime=runtime,
-                             workdir=workdir, describe_names=describe_names,
-                             idle_timeout_s=idle_timeout_s, max_sessions=max_sessions,
-                             store=store)
-        """The conversations' sandboxes: what runs the code."""
+        self._code_tool = Options.of(self.options, limits=self.limits).code_tool(
+            Toolbox(self._bind), workdir=workdir)
 
     # -- what the model is given --------------------------------------------------------------
 
@@ -160,13 +154,14 @@ class ToolIsCode(Closing):
     def tools_for(self, api: Api) -> list[dict[str, Any]]:
         """The code tool in `api`'s shape, then the tools the model calls directly, then the
         passed-through non-function tools."""
-        bodies = [{"name": self.name, "description": code_tool_description(self.registry,
-                                                                           self.name),
+        catalog = self._catalog()
+        bodies: list[dict[str, Any]] = [{"name": self.name,
+                   "description": catalog.tool_description(self.options.in_description(True)),
                    "parameters": copy.deepcopy(CODE_TOOL_SCHEMA), "strict": True},
                   *({"name": t.name, "description": t.description,
                      "parameters": copy.deepcopy(t.parameters)} for t in self._direct.values())]
-        shaped = [{"type": "function", "function": b} if api == "chat" else
-                  {"type": "function", **b} for b in bodies]
+        shaped: list[dict[str, Any]] = [{"type": "function", "function": b} if api == "chat"
+                                        else {"type": "function", **b} for b in bodies]
         return [*shaped, *copy.deepcopy(self._passthrough)]
 
     @property
@@ -176,15 +171,17 @@ class ToolIsCode(Closing):
 
     @property
     def instructions(self) -> str:
-        """The system prompt part: how to use the code tool, and the tool catalog."""
-        if self._instructions is None:
-            notes = [LLM_QUERY_NOTE] if self._llm is not None else []
-            self._instructions = instructions(self.registry, self.name, self._catalog_chars,
-                                              notes=notes, python=python_note(self.runtime))
-        return self._instructions
+        """The system prompt part: how to use the code tool, and the tool catalog (pass it as
+        the API's instructions, unless `instructions="description"` put it in the tool)."""
+        return self._catalog().instructions
+
+    def _catalog(self) -> Catalog:
+        return Catalog.of(self._tools, self.name, python=self.options.python,
+                          budget_chars=self._catalog_chars,
+                          notes=[LLM_QUERY_NOTE] if self._llm is not None else [])
 
     @property
-    def runtime(self) -> Runtime | None:
+    def runtime(self) -> Runtime | str | None:
         return self.code_tool.runtime
 
     @property
@@ -270,23 +267,12 @@ class ToolIsCode(Closing):
             tools.append(llm_tool(self._llm))
         return tools
 
-    def session(self, key: Hashable = None) -> Session:
-        """The live session for `key` (made now if there is none), e.g. to read its files."""
-        return self.code_tool.session(key)
-
     @property
     def keys(self) -> list[Hashable]:
-        """The conversation keys with a live session."""
-        return self.code_tool.keys
-
-    def drop(self, key: Hashable = None) -> bool:
-        """Close one conversation's session now; its next call starts a fresh one."""
-        return self.code_tool.drop(key)
+        """The conversation keys with a live session (as `live()`)."""
+        return self.live()
 
     def evict_idle(self) -> list[Hashable]:
         """Close the keyed sessions idle too long now (it also happens on every call)."""
         return self.code_tool.evict_idle()
 
-    def close(self) -> None:
-        """Close every session."""
-        self.code_tool.close()

@@ -46,7 +46,8 @@ def call(name: str, arguments: dict[str, Any] | str, *more: tuple[str, dict[str,
          text: str | None = None) -> ScriptedReply:
     """A turn calling tools; `arguments` given as a str are sent verbatim (even invalid JSON)."""
     pairs = ((name, arguments), *more)
-    return ScriptedReply(text, tuple((n, a if isinstance(a, str) else json.dumps(a)) for n, a in pairs))
+    return ScriptedReply(text, tuple((n, a if isinstance(a, str) else json.dumps(a))
+                                     for n, a in pairs))
 
 
 def code(*sources: str, text: str | None = None, tool: str = CODE_TOOL_NAME) -> ScriptedReply:
@@ -143,8 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                       "created": 0, "owned_by": "test"}]})
 
     def do_POST(self) -> None:
-        api: Api | None = {"/v1/responses": "responses",
-                           "/v1/chat/completions": "chat"}.get(self.path.split("?")[0])
+        routes: dict[str, Api] = {"/v1/responses": "responses", "/v1/chat/completions": "chat"}
+        api = routes.get(self.path.split("?")[0])
         length = int(self.headers.get("content-length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

@@ -134,7 +134,7 @@ def _by_namespace(tools: list[Tool]) -> list[_Group]:
     for tool in tools:
         ns = tool.namespace
         if ns not in groups:
-            groups[ns] = _Group(ns, ns)
+            groups[ns] = _Group(ns or "tools", ns)
         groups[ns].tools.append(tool)
     return [g for g in groups.values() if g.tools]
 
@@ -152,9 +152,9 @@ def _by_prefix(groups: list[_Group]) -> list[_Group]:
             word = _FIRST_WORD.match(tool.python_name)
             by_word.setdefault(word.group(0).lower() if word else "", []).append(tool)
         rest = _Group("other tools", None, lone=group.lone)
-        for word, members in by_word.items():
-            if word and len(members) >= _MIN_PREFIX_GROUP and len(members) < len(group.tools):
-                out.append(_Group(f"{word}_*", None, members, lone=group.lone))
+        for first, members in by_word.items():
+            if first and len(members) >= _MIN_PREFIX_GROUP and len(members) < len(group.tools):
+                out.append(_Group(f"{first}_*", None, members, lone=group.lone))
             else:
                 rest.tools += members
         if rest.tools:

@@ -98,4 +98,6 @@ def _paused(result: CellResult) -> str:
 
 def _brief(value: Any, limit: int = 500) -> str:
     text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit:,} more characters]"
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit:,} more characters]"

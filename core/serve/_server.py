@@ -87,7 +87,7 @@ class Server(Starting):
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> Self:
         """Serve on a background thread."""
@@ -200,8 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
         if request.registry is None:
             return self._forward(request.body, entry)
         if request.choice == "none":  # no calls now, but the history may hold some
-            streaming = {k: request.body[k] for k in ("stream", "stream_options")
-                         if k in request.body}
+            streaming: dict[str, Any] = {k: request.body[k] for k in ("stream", "stream_options")
+                                         if k in request.body}
             return self._forward({**request.upstream_fields(), **streaming, "messages": history(
                 request.messages, request.registry, None)}, entry)
         rounds: list[Round] = []

@@ -68,9 +68,10 @@ class Upstream:
         request = urllib.request.Request(f"{self.base_url}{path}", data=body, headers=headers,
                                          method=method)
         try:
-            return urllib.request.urlopen(request, timeout=self.timeout_s)
+            response: UpstreamResponse = urllib.request.urlopen(request, timeout=self.timeout_s)
+            return response
         except urllib.error.HTTPError as error:
-            return error  # an answer all the same: status, headers and body
+            return error  # type: ignore[return-value] # an answer all the same: status, headers, body
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, TimeoutError):

@@ -10,7 +10,7 @@ import typing
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -60,7 +60,9 @@ def parse_docstring(doc: str | None) -> DocstringParts:
     options = {"returns_named_value": False, "returns_multiple_items": False} \
         if style in (None, "google") else {}
     sections = parsed.parse(style or "google", warnings=False, **options)
-    description, params, returns = [], {}, []
+    description: list[str] = []
+    params: dict[str, str] = {}
+    returns: list[str] = []
     for section in sections:
         kind = section.kind.value
         if kind == "text":
@@ -136,7 +138,7 @@ def _build_schema(fn: Callable[..., Any]) -> FunctionSchema:
         description += f"\n\nReturns: {doc.returns}"
     arg_docs = doc.params
     fields: dict[str, Any] = {}
-    extra = "forbid"
+    extra: Literal["allow", "forbid"] = "forbid"
     for param in sig.parameters.values():
         if param.kind is param.VAR_KEYWORD:
             extra = "allow"
@@ -149,7 +151,7 @@ def _build_schema(fn: Callable[..., Any]) -> FunctionSchema:
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, Field(default, description=arg_docs.get(param.name)))
     model = create_model(f"{name}_arguments", __config__=ConfigDict(
-        extra=extra, arbitrary_types_allowed=True), **fields)  # type: ignore[call-overload]
+        extra=extra, arbitrary_types_allowed=True), **fields)
     try:
         parameters = _clean(model.model_json_schema())
     except Exception as exc:  # a parameter type pydantic cannot describe

@@ -19,7 +19,11 @@ _B = 0.75
 # A word in the name says more about a tool than the same word in its description.
 _NAME_WEIGHT, _DESC_WEIGHT, _PARAM_WEIGHT = 3.0, 1.0, 0.5
 _PREFIX_SHARE = 0.5
-_STOP = frozenset(["a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "that", "the", "their", "them", "then", "there", "these", "this", "to", "use", "using", "want", "was", "we", "what", "when", "which", "with", "you", "your", "all", "some"])
+_STOP = frozenset([
+    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has",
+    "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "that",
+    "the", "their", "them", "then", "there", "these", "this", "to", "use", "using", "want", "was",
+    "we", "what", "when", "which", "with", "you", "your", "all", "some"])
 """Words of a query that say nothing about which tool is meant."""
 
 

@@ -4,6 +4,7 @@ conversations."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from typing import Any
@@ -24,7 +25,8 @@ from crewai.tools import tool
 from tooliscode import Limits
 from tooliscode.integrations.crewai import CodeModeTool, as_crewai_tool, code_mode
 
-list_orders, get_customer, refund = tool(shop.list_orders), tool(shop.get_customer), tool(shop.refund)
+list_orders, get_customer, refund = (tool(shop.list_orders), tool(shop.get_customer),
+                                     tool(shop.refund))
 
 
 class Script(BaseLLM):
@@ -134,3 +136,54 @@ def test_figures_are_listed(agent: Agent) -> None:
     give_pyplot(agent.tools[0].session(("crew", str(crew.id))))
     _, out, _ = kickoff(agent, DRAW, crew=crew)
     assert out.startswith("answer: drew") and ".png" in out
+
+
+@pytest.mark.parametrize("as_given", ["decorated", "callable"])
+def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given) -> None:
+    from _defaults import CODE, ONLY_REQUIRED, post, same_as_direct
+
+    code = as_crewai_tool([tool(post) if as_given == "decorated" else post])
+    try:
+        # CrewAI runs a model's native call as `tool.run(**arguments)`
+        same_as_direct(lambda: tool(post).run(**ONLY_REQUIRED), lambda: code.run(code=CODE))
+    finally:
+        code.close()
+
+
+SENT: list[str] = []
+
+
+@tool
+def send_email(to: str) -> str:
+    """Send an email (a person approves each)."""
+    SENT.append(to)
+    return f"sent to {to}"
+
+
+def test_an_approval_hook_asks_for_the_codes_calls_too(monkeypatch) -> None:
+    """An approval gate as CrewAI's docs write one: a before-tool-call hook that asks the
+    person at the console. The person (stdin) says no: the code's call never runs."""
+    asked: list[str] = []
+
+    def approval(context: Any) -> Any:
+        if context.tool_name != "send_email":
+            return None
+        asked.append(str(context.tool_input))
+        answer = context.request_human_input(prompt=f"Send {context.tool_input}?",
+                                             default_message="Type 'approve' to send:")
+        return None if answer.lower() == "approve" else False
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("no\n"))
+    emailer = Agent(role="Mailer", goal="Email customers", backstory="Writes emails.",
+                    llm=Script(model="script"), tools=[send_email])
+    code = code_mode(emailer)
+    register_before_tool_call_hook(approval)
+    SENT.clear()
+    try:
+        _, out, _ = kickoff(emailer, "try:\n    send_email(to='ann')\nexcept ToolError as e:\n"
+                                     "    print('refused:', e)")
+    finally:
+        unregister_before_tool_call_hook(approval)
+        code.close()
+    assert asked == ["{'to': 'ann'}"] and SENT == []
+    assert out.startswith("answer: refused:")

@@ -129,7 +129,8 @@ def test_a_silent_cell_describes_data_objects_as_data(data_session):
                  "arr = ndarray of shape (20, 3), dtype float32",
                  "col = Series 'total' of 1,000 items, dtype float64",
                  "mean = 1.5 (float64)",
-                 "rows = list of 1,000 items, the first a dict of 3 keys ('region', 'rep', 'total')"):
+                 "rows = list of 1,000 items, the first a dict of 3 keys "
+                 "('region', 'rep', 'total')"):
         assert part in text, text
     # a look-alike that cannot answer is named only, and the cell is not failed
     looks = render(data_session.run(

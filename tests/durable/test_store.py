@@ -205,8 +205,10 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
         monkeypatch.setattr(kernel_map, "_PAGEMAP", "/nonexistent/pagemap")
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
-    monkeypatch.setattr("tooliscode.runtime.data._memory_delta._POPULATED", PAGE)  # runs faulted in first
-    memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)  # page-aligned, private: as linear memory
+    # runs faulted in first
+    monkeypatch.setattr("tooliscode.runtime.data._memory_delta._POPULATED", PAGE)
+    # page-aligned, private: as linear memory
+    memory = mmap.mmap(-1, 14 * PAGE, flags=mmap.MAP_PRIVATE)
     address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
     memory[:len(base)] = base
     memory[3 * PAGE + 5] ^= 0xFF

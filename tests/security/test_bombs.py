@@ -24,7 +24,8 @@ KEEPS_STATE = [
 ]
 
 
-@pytest.mark.parametrize("code,errors", KEEPS_STATE, ids=[c.split("\n")[-1][:40] for c, _ in KEEPS_STATE])
+@pytest.mark.parametrize("code,errors", KEEPS_STATE,
+                         ids=[c.split("\n")[-1][:40] for c, _ in KEEPS_STATE])
 def test_bombs_that_the_interpreter_survives(victim, code, errors):
     r = victim.run(code)
     assert not r.ok and r.error_type in errors.split("|"), (r.error_type, r.error[-500:])
@@ -122,7 +123,8 @@ def test_exit_of_the_interpreter_itself_is_recovered(victim):
 
 
 def test_guest_breaking_its_own_runtime_only_hurts_itself(victim):
-    r = victim.run("import tooliscode_guest.channel as ch\nch.exchange = None\nsecret_tool(account='a')")
+    r = victim.run("import tooliscode_guest.channel as ch\nch.exchange = None\n"
+                   "secret_tool(account='a')")
     assert not r.ok
     r = victim.run("import sys\nsys.modules.clear()\n1")
     # however broken the guest is, the host keeps working and can replace it

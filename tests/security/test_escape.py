@@ -85,7 +85,8 @@ NETWORK_ATTACKS = [
     "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 80))",
     "import socket\nsocket.create_connection(('127.0.0.1', 22), timeout=1)",
     "import socket\nsocket.getaddrinfo('example.com', 80)",
-    "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('8.8.8.8', 53))",
+    "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+    "s.sendto(b'x', ('8.8.8.8', 53))",
     "import socket\ns = socket.socket()\ns.bind(('0.0.0.0', 8080))\ns.listen()",
     "import urllib.request\nurllib.request.urlopen('http://example.com')",
     "import http.client\nhttp.client.HTTPConnection('example.com').request('GET', '/')",

@@ -39,14 +39,16 @@ def worker():
 
 # 200 examples each: the frame parser is small and its branches are few (JSON or not, an op
 # known or not, fields of the wrong type); more examples take seconds and find nothing new.
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FIXTURES = HealthCheck.function_scoped_fixture
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[FIXTURES])
 @given(frame=st.binary(max_size=300))
 def test_random_bytes_always_get_a_dict_answer(worker, frame):
     reply = marshal.loads(worker._handle(frame))
     assert isinstance(reply, dict)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[FIXTURES])
 @given(message=messages)
 def test_random_messages_always_get_a_dict_answer(worker, message):
     reply = marshal.loads(worker._handle(json.dumps(message).encode()))
@@ -61,7 +63,7 @@ def echo_session():
         yield s
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[FIXTURES])
 @given(value=json_values)
 def test_random_values_cross_the_channel_unchanged(echo_session, value):
     s = echo_session

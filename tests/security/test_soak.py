@@ -58,7 +58,8 @@ def _round() -> float:
             list(pool.map(_drive, range(SESSIONS), sessions))
         # no leakage: nobody sees another session's variable or file
         for s in sessions[:10]:
-            assert s.run("[k for k in globals() if k.startswith('s') and k[1:].isdigit()]").value == "[]"
+            left = s.run("[k for k in globals() if k.startswith('s') and k[1:].isdigit()]")
+            assert left.value == "[]"
         assert len({s.workdir for s in sessions}) == SESSIONS
         return time.perf_counter() - start
     finally:

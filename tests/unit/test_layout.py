@@ -124,13 +124,13 @@ def _public(package: str) -> set[str]:
 
 @pytest.mark.parametrize("folder", ["integrations", "examples"])
 def test_integrations_and_examples_use_only_public_names(folder):
-    for path in sorted((ROOT / folder).glob("*.py")):
+    for path in sorted((ROOT / folder).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom) or node.level or \
                     not (node.module or "").startswith("tooliscode"):
                 continue
             module = node.module or ""
-            where = f"{path.name}:{node.lineno}"
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
             assert not any(p.startswith("_") for p in module.split(".")), where
             if module.startswith("tooliscode.integrations"):
                 continue
@@ -141,8 +141,8 @@ def test_integrations_and_examples_use_only_public_names(folder):
 
 
 def test_each_subpackage_exports_what_it_declares():
-    for package in ("tools", "prompt", "engine", "codetool", "durable", "openai", "mcp",
-                    "serve", "runtime", "cli", "guest"):
+    for package in ("tools", "prompt", "engine", "codetool", "adapters", "durable", "openai",
+                    "mcp", "serve", "runtime", "cli", "guest"):
         module = importlib.import_module(f"tooliscode.{package}")
         names = getattr(module, "__all__", None)
         assert names, package
@@ -156,7 +156,8 @@ def test_no_two_public_classes_share_a_name():
     """One class per name across the public surface (a `Reply` is the code tool's)."""
     seen: dict[str, str] = {}
     for package in ("tooliscode", "tooliscode.tools", "tooliscode.prompt", "tooliscode.engine",
-                    "tooliscode.codetool", "tooliscode.durable", "tooliscode.openai",
+                    "tooliscode.codetool", "tooliscode.adapters", "tooliscode.durable",
+                    "tooliscode.openai",
                     "tooliscode.openai.testing", "tooliscode.mcp", "tooliscode.serve",
                     "tooliscode.runtime"):
         module = importlib.import_module(package)

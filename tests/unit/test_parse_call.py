@@ -44,7 +44,8 @@ def test_sdk_objects_read_like_dicts():
 
 
 def test_a_custom_tool_call_carries_raw_code():
-    item = {"type": "custom_tool_call", "call_id": "k", "name": TOOL, "input": "```python\nprint(3)\n```"}
+    item = {"type": "custom_tool_call", "call_id": "k", "name": TOOL,
+            "input": "```python\nprint(3)\n```"}
     call = parse_call(item, TOOL)
     assert call.custom and call.code == "print(3)" and call.problem is None
     assert call.output("3") == {"type": "custom_tool_call_output", "call_id": "k", "output": "3"}

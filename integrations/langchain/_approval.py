@@ -23,17 +23,18 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+from langchain_core.messages import ToolCall
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 from tooliscode import ToolError
-from tooliscode.codetool import CodeTool, Reply
+from tooliscode.codetool import CodeTool, Reply, Step, Steps, adrive, drive
 from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
 
-from ._langchain_chain import (
+from ._chain import (
     CodeCall,
     Turn,
     failure,
@@ -53,26 +54,27 @@ _EXPIRED = "the call was not approved: nobody decided in time, so the pause expi
 
 @dataclass(frozen=True)
 class Gate:
-    """Which inner calls wait for a person: the tools `hitl` reviews."""
+    """Which inner calls wait for a person: the tools the agent's reviewers review (the first
+    one that reviews a tool decides its calls)."""
 
-    hitl: HumanInTheLoopMiddleware
+    reviewers: tuple[HumanInTheLoopMiddleware, ...]
 
     def check(self, turn: Turn, call: CodeCall, arguments: dict[str, Any],
               call_id: str) -> None:
         """Before the call goes down the chain (in the code tool's context): pause it for
         review in `batched` mode; in `per_call` mode the middleware asks in the chain, and
         the tool refuses to run if it did not (it was listed before `CodeModeMiddleware`)."""
-        hitl = self.hitl
-        config = hitl.interrupt_on.get(call.name)
-        if config is None:
+        hitl = next((h for h in self.reviewers if call.name in h.interrupt_on), None)
+        if hitl is None:
             return
+        config = hitl.interrupt_on[call.name]
         state = turn.chain.request.state  # type: ignore[union-attr]
         if hitl.interrupt_mode == "per_call":
             when = config.get("when")
             if when is None or when(request_for(turn, call, arguments, call_id)):
                 unreviewed.set(call.name)
             return
-        tool_call = {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
+        tool_call = ToolCall(name=call.name, args=arguments, id=call_id, type="tool_call")
         runtime = get_runtime()
         if not hitl._should_interrupt(tool_call, config, state, runtime):  # the `when` test
             return
@@ -116,18 +118,10 @@ class Invocation:
     calls: Mapping[str, CodeCall]
 
     def run(self) -> Reply:
-        work = _steps(self)
-        done, value = _next(work, None)
-        while not done:
-            done, value = _next(work, value.run())
-        return value
+        return drive(_steps(self))
 
     async def arun(self) -> Reply:
-        work = _steps(self)
-        done, value = _next(work, None)
-        while not done:
-            done, value = _next(work, await value.arun())
-        return value
+        return await adrive(_steps(self))
 
 
 @dataclass(frozen=True)
@@ -138,14 +132,14 @@ class RunCode:
     decisions: Mapping[str, Decision] | None
 
     def run(self) -> Reply:
-        i = self.of
-        return i.code_tool.run_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
-                                    decisions=self.decisions)
+        return self.of.code_tool.run_code(self.of.code, **self._where())
 
     async def arun(self) -> Reply:
+        return await self.of.code_tool.arun_code(self.of.code, **self._where())
+
+    def _where(self) -> dict[str, Any]:
         i = self.of
-        return await i.code_tool.arun_code(i.code, key=i.key, context=i.turn, call_id=i.outer,
-                                           decisions=self.decisions)
+        return {"key": i.key, "context": i.turn, "call_id": i.outer, "decisions": self.decisions}
 
 
 @dataclass(frozen=True)
@@ -189,28 +183,18 @@ class Review:
         return through_chain(self.of.turn, call, p.arguments, p.id)
 
 
-Step = Generator[RunCode | GiveUp | Review, Any, Reply]
-
-
-def _next(work: Step, value: Any) -> tuple[bool, Any]:
-    """Hand `value` to `work`: (False, its next step), or (True, its reply) when done."""
-    try:
-        return False, work.send(value)
-    except StopIteration as stop:
-        return True, stop.value
-
-
-def _steps(of: Invocation) -> Step:
+def _steps(of: Invocation) -> Steps[Reply]:
     code, turn = of.code_tool, of.turn
     pending = code.paused_calls(of.outer, key=of.key, code=of.code)
     reply: Reply | None = None
+    parked = code.paused_in(of.key) == of.outer
     if not pending:
         if _answered_before(turn):  # a resume, but the cell it paused is gone
             return (yield RunCode(of, {}))  # the code tool says so; nothing runs
-        if _parked(code, of.outer, of.key):  # other code, paused under a reused call id
+        if parked:  # other code, paused under a reused call id
             yield GiveUp(of)
         reply = yield RunCode(of, None)
-    elif not _parked(code, of.outer, of.key) and any(p.kind != "approval" for p in pending):
+    elif not parked and any(p.kind != "approval" for p in pending):
         # Paused elsewhere: run it again from its record up to its pause, here, before any
         # call is asked about again and its tool run (a cell that now asks for other calls,
         # or whose pause expired, stops first).
@@ -225,12 +209,6 @@ def _steps(of: Invocation) -> Step:
     return reply
 
 
-def _parked(code: CodeTool, outer: str, key: Any) -> bool:
-    sandbox = code.get(key)
-    session = sandbox.session if sandbox is not None else None
-    return session is not None and session.paused_for == outer
-
-
 def _answered_before(turn: Turn) -> bool:
     """Does LangGraph hold an answer for this task? (Asking takes it if so.)"""
     try:
@@ -242,7 +220,7 @@ def _answered_before(turn: Turn) -> bool:
 
 
 def _decide(of: Invocation, pending: tuple[PendingCall, ...]
-            ) -> Generator[Review, Decision | None, dict[str, Decision]]:
+            ) -> Generator[Step, Decision | None, dict[str, Decision]]:
     turn = of.turn
     ordered = sorted(pending, key=lambda p: int(p.id.rsplit(":", 1)[1]))
     slot = min(_slot(p) for p in ordered)
@@ -296,8 +274,9 @@ def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decisi
                          f"hanging tool calls ({len(gated)}).")
     out: dict[str, Decision] = {}
     for p, decision in zip(gated, given):
-        call = {"name": p.tool, "args": p.arguments, "id": p.id, "type": "tool_call"}
-        allowed = {"allowed_decisions": p.metadata["review"]["allowed_decisions"]}
+        call = ToolCall(name=p.tool, args=p.arguments, id=p.id, type="tool_call")
+        allowed = cast(InterruptOnConfig,
+                       {"allowed_decisions": p.metadata["review"]["allowed_decisions"]})
         _, message = HumanInTheLoopMiddleware._process_decision(decision, call, allowed)
         kind = decision["type"]
         if kind == "approve":
@@ -310,8 +289,8 @@ def batched_decisions(gated: list[PendingCall], answer: Any) -> dict[str, Decisi
             out[p.id] = Decision.approve(arguments=dict(edited["args"]))
         elif kind == "respond":
             out[p.id] = Decision.respond(decision["message"])
-        else:
-            out[p.id] = Decision.reject(str(message.text))  # the middleware's own wording
+        else:  # the middleware's own wording
+            out[p.id] = Decision.reject(str(message.text) if message is not None else "")
     return out
 
 

@@ -114,14 +114,9 @@ def outer_results(results: DeferredToolResults, messages: Sequence[ModelMessage]
         outer = owner(call_id)
         return kept if outer is None else inner.setdefault(outer, DeferredToolResults())
 
-    for call_id, approval in results.approvals.items():
-        route(call_id).approvals[call_id] = approval
-    for call_id, value in results.calls.items():
-        route(call_id).calls[call_id] = value
-    for call_id, meta in results.metadata.items():
-        route(call_id).metadata[call_id] = meta
-    for call_id, who in results.answered_by.items():
-        route(call_id).answered_by[call_id] = who
+    for part in ("approvals", "calls", "metadata", "answered_by"):
+        for call_id, value in getattr(results, part).items():
+            getattr(route(call_id), part)[call_id] = value
     for outer, answers in inner.items():
         if outer in kept.approvals or outer in kept.calls:
             raise UserError(f"deferred_tool_results answers both the code call {outer!r} and "

@@ -24,6 +24,7 @@ from agents import (
     ToolTimeoutError,
     default_tool_error_function,
 )
+from agents.function_schema import function_schema
 from agents.mcp import MCPServer as AgentsMCPServer
 from agents.mcp import MCPUtil
 from agents.tool import (
@@ -58,10 +59,6 @@ class Inner:
         return self.sdk.name
 
     @property
-    def needs_approval(self) -> Any:
-        return self.sdk.needs_approval
-
-    @property
     def guarded(self) -> bool:
         return bool(self.sdk.tool_input_guardrails or self.sdk.tool_output_guardrails)
 
@@ -82,7 +79,7 @@ def _function_tool(ft: FunctionTool) -> Inner:
     qualified = ft.qualified_name
     namespace = qualified[: -len(ft.name) - 1] if qualified.endswith("." + ft.name) else None
     declared = Tool(name=qualified, description=ft.description,
-                    parameters=ft.params_json_schema, output_schema=ft.output_json_schema,
+                    parameters=_parameters(ft), output_schema=ft.output_json_schema,
                     namespace=python_name(namespace) if namespace else None,
                     python_name=python_name(ft.name))
 
@@ -95,6 +92,29 @@ def _function_tool(ft: FunctionTool) -> Inner:
                                           arguments=ctx.tool_arguments)
 
     return Inner(declared, run, ft, ft.timeout_error_function)
+
+
+def _parameters(ft: FunctionTool) -> dict[str, Any]:
+    """What a call from code must give, as the SDK decides it. A strict schema lists every
+    parameter as required (a model then always sends them all), but the SDK takes a call
+    without the ones its function gives defaults, and fills them in: the code may leave out
+    what the SDK's own plain schema of the function does not require (with the default it
+    fills in, which a strict schema drops when it is None)."""
+    strict = ft.params_json_schema
+    if not ft.strict_json_schema:
+        return strict
+    try:
+        plain = function_schema(ft.__wrapped__, strict_json_schema=False).params_json_schema
+    except Exception:  # noqa: BLE001 - a hand-built tool: its strict schema's own defaults
+        plain = {"required": [k for k, v in strict.get("properties", {}).items()
+                              if "default" not in v]}
+    needed = set(plain.get("required", ()))
+    given = plain.get("properties", {})
+    properties = {k: {**v, "default": given[k]["default"]}
+                  if k not in needed and "default" not in v and "default" in given.get(k, {})
+                  else v for k, v in strict.get("properties", {}).items()}
+    return {**strict, "properties": properties,
+            "required": [k for k in strict.get("required", ()) if k in needed]}
 
 
 def _raising(ft: FunctionTool) -> FunctionTool:

@@ -16,11 +16,12 @@ the value itself as the artifact, so the code gets the value and not its text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import reprlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tooliscode import ToolError
+from tooliscode.adapters import Cell
 from tooliscode.engine import CallPaused, background_loop, run_in
 
 try:
@@ -73,8 +75,8 @@ class Chain:
     (returns an awaitable under an async agent)."""
 
 
-@dataclass
-class Turn:
+@dataclass(kw_only=True)
+class Turn(Cell):
     """What the running cell's inner calls need (the sandbox's `context` for one cell)."""
 
     config: RunnableConfig
@@ -84,7 +86,7 @@ class Turn:
     context: contextvars.Context | None = None
     """The code tool's context (LangGraph's config lives in it: `interrupt()` needs it)."""
     gate: Any = None
-    """Decides which inner calls wait for a person (see `_langchain_approval.py`)."""
+    """Decides which inner calls wait for a person (see `_approval.py`)."""
     consumed: int = 0
     """How many of this task's LangGraph interrupts this invocation has had answered."""
     raised: dict[str, GraphInterrupt] = field(default_factory=dict)
@@ -94,6 +96,8 @@ class Turn:
     waiting: dict[str, tuple[str, Any]] = field(default_factory=dict)
     """Calls a cell run again from its record waited on (id: kind and metadata): they
     pause again as they did, not asked again (that would take another call's answer)."""
+    refused: frozenset[str] = frozenset()
+    """Outside the chain: tools a reviewer around the code tool reviews, refused from code."""
 
 
 class CodeCall(BaseTool):
@@ -167,7 +171,8 @@ def _child(config: RunnableConfig | None) -> RunnableConfig:
     turn = _calling.get()
     if turn is None or config is None:
         return config or {}
-    return patch_config(config, callbacks=turn.config.get("callbacks"))
+    callbacks = turn.config.get("callbacks")  # the child manager `_tool.py` made for the cell
+    return patch_config(config, callbacks=callbacks)  # type: ignore[arg-type]
 
 
 def value_of(result: Any, call_id: str) -> Any:
@@ -191,7 +196,7 @@ def request_for(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: 
     """The `run_python` request made into one inner call's."""
     request = turn.chain.request  # type: ignore[union-attr]
     runtime = request.runtime
-    if dataclasses.is_dataclass(runtime):
+    if dataclasses.is_dataclass(runtime) and not isinstance(runtime, type):
         runtime = dataclasses.replace(runtime, tool_call_id=call_id)
     return dataclasses.replace(
         request, tool=tool, runtime=runtime,
@@ -210,26 +215,28 @@ def through_chain(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id
 
 def _call(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: str,
           before: Callable[[], None] | None) -> Any:
-    _calling.set(turn)
-    if before is not None:
-        before()
-    try:
-        return value_of(turn.chain.handler(request_for(turn, tool, arguments, call_id)),  # type: ignore[union-attr]
-                        call_id)
-    except GraphInterrupt as exc:
-        raise _paused(turn, call_id, exc) from None
-    except ToolException as exc:
-        raise ToolError(str(exc)) from None
+    with _calling_through(turn, call_id, before):
+        request = request_for(turn, tool, arguments, call_id)
+        return value_of(turn.chain.handler(request), call_id)  # type: ignore[union-attr]
 
 
 async def _acall(turn: Turn, tool: CodeCall, arguments: dict[str, Any], call_id: str,
                  before: Callable[[], None] | None) -> Any:
+    with _calling_through(turn, call_id, before):
+        request = request_for(turn, tool, arguments, call_id)
+        return value_of(await turn.chain.handler(request), call_id)  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def _calling_through(turn: Turn, call_id: str,
+                     before: Callable[[], None] | None) -> Iterator[None]:
+    """Around one inner call down the chain (in its own context): `before` first; an
+    interrupt pauses the call, a `ToolException` is the code's `ToolError`."""
     _calling.set(turn)
     if before is not None:
         before()
     try:
-        return value_of(await turn.chain.handler(request_for(turn, tool, arguments, call_id)),  # type: ignore[union-attr]
-                        call_id)
+        yield
     except GraphInterrupt as exc:
         raise _paused(turn, call_id, exc) from None
     except ToolException as exc:

@@ -52,9 +52,9 @@ def running_executor(ctx: ToolContext[Any]) -> Any:
     return None
 
 
-def _overrides(hooks: Any, base: type) -> bool:
+def _overrides(hooks: Any, base: Any) -> bool:
     """Whether `hooks` does anything on tool start or end (the base classes do nothing)."""
-    kind = type(hooks)
+    kind: Any = type(hooks)
     return kind.on_tool_start is not base.on_tool_start or \
         kind.on_tool_end is not base.on_tool_end
 
@@ -87,7 +87,7 @@ async def guarded_call(parts: RunParts, tool: FunctionTool, ctx: ToolContext[Any
     rejection raises `ToolError` with its message (after an input guardrail the call is not
     made and the hooks do not fire, as for a direct call); a tripwire raises the SDK's own
     exception."""
-    agent = ctx.agent
+    agent: Any = ctx.agent  # the SDK gives a tool's context the agent running it
     for guardrail in tool.tool_input_guardrails or ():
         out = await guardrail.run(ToolInputGuardrailData(context=ctx, agent=agent))
         parts.input_results.append(ToolInputGuardrailResult(guardrail=guardrail, output=out))
@@ -98,11 +98,10 @@ async def guarded_call(parts: RunParts, tool: FunctionTool, ctx: ToolContext[Any
         await asyncio.gather(*(h.on_tool_start(ctx, agent, tool) for h in parts.hooks))
     result = await call()
     rejected = None
-    for guardrail in tool.tool_output_guardrails or ():
-        out = await guardrail.run(ToolOutputGuardrailData(context=ctx, agent=agent,
-                                                          output=result))
-        parts.output_results.append(ToolOutputGuardrailResult(guardrail=guardrail, output=out))
-        rejected = _verdict(out, ToolOutputGuardrailTripwireTriggered, guardrail)
+    for checker in tool.tool_output_guardrails or ():
+        out = await checker.run(ToolOutputGuardrailData(context=ctx, agent=agent, output=result))
+        parts.output_results.append(ToolOutputGuardrailResult(guardrail=checker, output=out))
+        rejected = _verdict(out, ToolOutputGuardrailTripwireTriggered, checker)
         if rejected is not None:
             break
     final = result if rejected is None else rejected  # what on_tool_end sees, as natively
@@ -113,7 +112,7 @@ async def guarded_call(parts: RunParts, tool: FunctionTool, ctx: ToolContext[Any
     return result
 
 
-def _verdict(out: Any, tripwire: type[Exception], guardrail: Any) -> str | None:
+def _verdict(out: Any, tripwire: Any, guardrail: Any) -> str | None:
     """A guardrail's rejection message, if it rejected; its tripwire raised, if it tripped."""
     behavior = out.behavior
     if behavior["type"] == "raise_exception":

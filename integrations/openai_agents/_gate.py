@@ -96,6 +96,7 @@ class Gate:
                            interruptions=items, max_turns=1)
         result._original_input = _INPUT + token  # what `to_state()` keeps as its input
         result._current_turn = 1
+        assert ctx.tool_call is not None  # only a call of the model's pauses (see the toolset)
         record_agent_tool_run_result(ctx.tool_call, result,
                                      scope_id=get_agent_tool_state_scope(ctx))
         return items
@@ -112,6 +113,8 @@ class Gate:
             return None
         state = pending.to_state()  # type: ignore[union-attr]
         gate_ctx = state._context
+        if gate_ctx is None:  # a state without its context holds no decisions
+            return None
         config = ctx.run_config or RunConfig()
         decisions, always = {}, {}
         for item in items:
