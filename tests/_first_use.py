@@ -19,6 +19,7 @@ def run_in(cache: Path, code: str, timeout: float = 300, args: tuple[str, ...] |
 
 
 WARMUP = "from tooliscode.cli import main; raise SystemExit(main())"
-SIX_BY_SEVEN = "from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\ns.close()"
+SIX_BY_SEVEN = ("from tooliscode import Session\ns = Session([])\nprint(s.run('6*7').value)\n"
+                "s.close()")
 
 
