@@ -108,7 +108,7 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
         run = code.take()
         assert code.run_code("x = 1", sandbox=run).ok
         assert code.keys == []  # nothing keyed was made
-        renewable = run.session.runtime.exact
+        renewable = run.session.runtime.renews
         code.finish(run, tools)
         for _ in range(500):  # offered at once, ready once started (or renewed) on another
             spare = code.spare  # thread
@@ -117,7 +117,7 @@ def test_runs_get_sandboxes_of_their_own_and_a_started_spare():
             time.sleep(0.01)
         spare = code.spare
         assert spare is not None and spare.ready(tools)
-        # a new sandbox, or (on the data runtime) the same one renewed
+        # a new sandbox, or (where the runtime renews its guests) the same one renewed
         assert (spare is run) == renewable
         nxt = code.take()
         assert nxt is spare and code.spare is None

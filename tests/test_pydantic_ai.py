@@ -206,7 +206,7 @@ async def test_a_run_without_code_hands_its_interpreter_on_and_one_with_code_doe
         session = kept.session
         await agent.run("code", deps=Deps(region="eu"))
         after_code = await spare_after_run(toolset)
-        if session.runtime.exact:  # renewed in place: the same guest, made new again
+        if session.runtime.renews:  # renewed in place: the same guest, made new again
             assert after_code is first and after_code.session is session
         else:
             assert after_code is not first

@@ -5,7 +5,9 @@ a setup turn, and the new guest's first cell then pays a page fault for every pa
 writes. On the data runtime the same guest can instead be renewed (`runtime/data/_renewal.py`): its
 memory written back to what it was right after setup, its open files closed, its folder
 emptied, its random generators reseeded. Nothing of the last run is left, and the next
-run's first cell finds its pages in place.
+run's first cell finds its pages in place. The default runtime renews a guest by starting
+its component again in the same store's place and replaying the boot and setup turns the
+guest took, with the answers it was given (`runtime/component/_runtime.py`).
 """
 
 from __future__ import annotations
@@ -33,12 +35,11 @@ class Renewal:
     @classmethod
     def prepare(cls, session: Session) -> Renewal | None:
         """Have a new session's guest take its baseline once its setup is done (before any
-        cell); None where guests cannot be renewed (their memory is not all their state, or a
-        folder of the
+        cell); None where guests cannot be renewed (their runtime cannot, or a folder of the
         caller's, which is never emptied). A runtime that cannot renew its guests says so
         when asked for the baseline (`Instance.keep_baseline`)."""
         worker = session._state.worker
-        if worker is None or not session.runtime.exact or not session._state.owns_workdir:
+        if worker is None or not session.runtime.renews or not session._state.owns_workdir:
             return None
         return cls(session, worker.after_turn(lambda instance: instance.keep_baseline()))
 

@@ -185,8 +185,10 @@ class Runtime(ABC):
     pool_size: int = 2
     """How many booted guests a session pool keeps ready for this runtime."""
     exact: bool = False
-    """True when between turns a guest's memory is its whole state, which `save_memory` and
-    `renew` can take and put back (exact snapshots, renewal in place)."""
+    """True when between turns a guest's memory is its whole state, which `save_memory` can
+    take and a new guest put back (exact snapshots)."""
+    renews: bool = False
+    """True when its guests can be made as new for another run (`keep_baseline`, `renew`)."""
     baked_guest: bool = False
     """True when its guests start with the guest package imported and warm (built into the
     runtime): their boot asks the host for nothing but their setup."""

@@ -54,11 +54,16 @@ class WatchedGuest(Instance):
         self.opened: set[int] = set()
         """The guest's open files and folders (the runtime's handles for them)."""
         self._too_many_open = False
-        self._store = wasmtime.Store(tier.engine)
-        self._store.set_limits(memory_size=spec.memory_bytes)
-        self._store.set_epoch_deadline(1)
-        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(self._store.ptr(), DEADLINE_CB,
-                                                             None, NO_FINALIZER)
+        self._store = self._new_store(spec.memory_bytes)
+
+    def _new_store(self, memory_bytes: int) -> wasmtime.Store:
+        """A store for this guest: its memory limit, its deadline check."""
+        store = wasmtime.Store(self.tier.engine)
+        store.set_limits(memory_size=memory_bytes)
+        store.set_epoch_deadline(1)
+        wasmtime._ffi.wasmtime_store_epoch_deadline_callback(store.ptr(), DEADLINE_CB, None,
+                                                             NO_FINALIZER)
+        return store
 
     # -- the guest's thread -------------------------------------------------------------
 

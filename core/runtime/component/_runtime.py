@@ -22,6 +22,7 @@ from pathlib import Path
 import wasmtime
 from wasmtime import component
 
+from ..._folders import empty_folder
 from ..._temp_folders import new_folder
 from .._wasmtime.host_functions import tls
 from .._wasmtime.tiers import Tier, Tiers
@@ -42,6 +43,9 @@ CPython's own check says so, not as a wasm stack overflow first."""
 THREAD_STACK = 2 * WASM_STACK
 """The guest's thread runs the wasm frames and the host's own below them."""
 _FLAGS = f"component,epoch_interruption,max_wasm_stack={WASM_STACK}"
+_SCRIPT_TURNS = 4
+"""A baseline comes after the boot and the setup (a turn each): past a few turns none is
+coming, and the turns stop being kept."""
 STDLIB = "/python"
 """Where the guest's standard library is (componentize-py's PYTHONHOME)."""
 ZONEINFO = Path("/usr/share/zoneinfo")
@@ -69,17 +73,25 @@ class ComponentInstance(WatchedGuest):
 
     def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
                  stdlib_writable: bool = False):
-        tier = runtime.tiers.current
-        super().__init__(runtime, spec, tier)
-        self.guard = Guard(self)
+        super().__init__(runtime, spec, runtime.tiers.current)
         self.pending: bytes | None = None
         """A big answer the guest was told the size of, until it asks for it."""
-        self._boot = spec.boot_source
+        self._spec, self._stdlib_writable = spec, stdlib_writable
+        self.script: list[tuple[str, list[bytes]]] | None = []
+        """The turns taken and the host's answers to each, until `keep_baseline`: what
+        `renew` plays again in a new instance (None once kept, or when it cannot be)."""
+        self._baseline: list[tuple[str, list[bytes]]] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        """An instance of the component in this guest's store, ready for its first turn."""
+        spec, tier = self._spec, self.tier
+        self.guard = Guard(self)
         wasi = wasmtime.WasiConfig()
         wasi.argv = ["python"]
         wasi.env = list(spec.extra_env.items())  # nothing of the host's
         wasi.preopen_dir(str(spec.workdir), GUEST_DIR)
-        wasi.preopen_dir(str(runtime.built.stdlib), STDLIB, fs_mutable=stdlib_writable)
+        wasi.preopen_dir(str(self._rt.built.stdlib), STDLIB, fs_mutable=self._stdlib_writable)
         if ZONEINFO.is_dir():
             wasi.preopen_dir(str(ZONEINFO), str(ZONEINFO), fs_mutable=False)
         self._store.set_wasi(wasi)
@@ -91,13 +103,55 @@ class ComponentInstance(WatchedGuest):
 
     def run(self) -> None:
         """Boot: the boot code's turn (it asks the host for its setup and returns)."""
-        self.turn(self._boot)
+        self.turn(self._spec.boot_source)
 
     def turn(self, source: str) -> None:
+        if self.script is not None:
+            if len(self.script) >= _SCRIPT_TURNS:  # no baseline was asked for: a session's
+                self.script = None                 # cells are not kept
+            else:
+                self.script.append((source, []))
         status = self._call(self._turn, source, exit_ok=False)
         if status != 0:
             raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
                             "traceback went to stderr)")
+
+    def answered(self, answer: bytes) -> None:
+        """The host answered the guest with `answer` (kept for `renew` until the baseline)."""
+        if self.script is not None and self.script:
+            self.script[-1][1].append(answer)
+
+    def keep_baseline(self) -> bool:
+        """Right after setup: the turns so far are what `renew` plays again."""
+        self._baseline, self.script = self.script, None
+        return bool(self._baseline)
+
+    def renew(self, workdir: Path) -> bool:
+        """Between turns: a new instance in a new store, its folder emptied, given the turns
+        this one took up to `keep_baseline` with the same answers (so it boots and sets up as
+        this one did, with new random seeds). False when it cannot be: close it then."""
+        baseline = self._baseline
+        if baseline is None or self._stop_reason is not None or not empty_folder(workdir):
+            return False
+        old, self._instance, self._turn = self._store, None, None  # type: ignore[assignment]
+        old.close()
+        self._store = self._new_store(self._spec.memory_bytes)
+        self._quota.rescan()
+        self._quota.hit = self._changed = self._too_many_open = False
+        self.opened.clear()
+        self.pending = self._trap_reason = None
+        self._start()
+        handler = self.handler
+        try:
+            for source, answers in baseline:
+                replies = iter(answers)
+                self.handler = lambda _request, replies=replies: next(replies)
+                self.turn(source)
+        except (GuestTrap, StopIteration):
+            return False
+        finally:
+            self.handler = handler
+        return True
 
     def arm(self, seconds: float | None) -> None:
         super().arm(seconds)
@@ -109,6 +163,7 @@ class ComponentInstance(WatchedGuest):
 
     def _release(self) -> None:
         self._instance = self._turn = None  # type: ignore[assignment]
+        self.script = self._baseline = None
 
 
 class ComponentRuntime(WatchedRuntime):
@@ -118,6 +173,7 @@ class ComponentRuntime(WatchedRuntime):
     python_note = "Python 3.14 (standard library only)"
     thread_stack = THREAD_STACK
     turn_based = True
+    renews = True
     baked_guest = True
     pool_size = 0
 
@@ -240,6 +296,7 @@ def _answer(request: bytes) -> bytes:
         return pending or marshal.dumps({"ok": False, "kind": "protocol",
                                          "error": "no answer is waiting"})
     reply = inst.handler(request)
+    inst.answered(reply)
     if len(reply) <= BIG_ANSWER:
         return reply
     inst.pending = reply

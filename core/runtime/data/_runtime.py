@@ -249,6 +249,7 @@ class DataRuntime(WasmtimeRuntimeBase):
     thread_stack = THREAD_STACK
     turn_based = True
     exact = True
+    renews = True
     pool_size = 0
     layout = f"argv={_ARGV0} env=none preopens={_LIB},{_MPL},{GUEST_DIR} reseed"
     """What a memory image depends on besides the module and the boot code."""
