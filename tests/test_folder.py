@@ -39,7 +39,7 @@ def test_own_folder_is_kept_and_survives_restart(tmp_path):
         assert s.workdir == folder.resolve()
         s.run("open('keep.txt', 'w').write('1')")
         r = s.run("while True: pass")
-        assert r.restarted
+        assert r.rolled_back
         assert s.run("open('keep.txt').read()").value == "'1'"
     assert (folder / "keep.txt").read_text() == "1"
 

@@ -56,7 +56,7 @@ def test_recursion_cpython_does_not_count_is_told_as_recursion(session):
     it too): the guest is replaced, and the model reads that its code recursed too deeply."""
     session.run("keep = [41]")
     r = session.run("t = ()\nfor _ in range(300_000):\n    t = (t,)\nhash(t)")
-    assert not r.ok and r.restarted and r.error_type == "RecursionError", r.error
+    assert not r.ok and r.rolled_back and r.error_type == "RecursionError", r.error
     assert "recursed so deeply" in r.error and "crash" not in r.error
-    assert "keep" in r.lost_names
-    assert session.run("1 + 1").value == "2"
+    assert "keep" not in r.lost_names  # (an earlier test's deep `t` may not pickle)
+    assert session.run("keep + [1]").value == "[41, 1]"  # the state before the cell

@@ -12,6 +12,7 @@ from ..runtime import GUEST_DIR, GuestTrap
 from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
 from ._result import CellImage, CellResult
+from ._rollback import CameBack
 from ._tool_calls import CellCalls
 from ._worker import Command
 
@@ -212,28 +213,58 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
 
 _TRAP_TEXT = {
     "timeout": "TimeoutError: the cell was still running after {t} and was stopped.",
-    "cancelled": "CancelledError: the cell was cancelled.",
-    "stack": "RecursionError: the code recursed so deeply that the interpreter ran out of stack.",
-    "exit": "SystemExit: the interpreter itself exited.",
-    "abandoned": "The interpreter was stopped.",
+    "cancelled": "CancelledError: the cell was cancelled after {ran}.",
+    "stack": "RecursionError: the code recursed so deeply that the interpreter ran out of stack "
+             "(after {ran}).",
+    "exit": "SystemExit: the interpreter itself exited (after {ran}).",
+    "abandoned": "The interpreter was stopped after {ran}.",
 }
+_TRAP_TYPE = {"timeout": "TimeoutError", "stack": "RecursionError", "cancelled": "CancelledError"}
 
 
-def trap_result(command: Command, trap: GuestTrap, lost: tuple[str, ...], limits: Limits,
+def _calls_made(cell: Cell) -> str:
+    """The stopped cell's tool calls, whose effects happened in the world."""
+    made = [record.name for record in cell.calls.records]
+    running = cell.calls.unfinished()
+    text = f" Before it stopped, it had made {_counted(made)}: their effects stand." \
+        if made else ""
+    if running:
+        text += (f" {_counted(running).capitalize()} still running then "
+                 f"{'was' if len(running) == 1 else 'were'} cancelled or left to finish: "
+                 "their effects may have happened too.")
+    return text
+
+
+def _counted(names: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    listed = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in list(counts.items())[:20])
+    return f"{len(names)} tool call{'s' if len(names) != 1 else ''} ({listed})"
+
+
+def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limits,
                 workdir: Path) -> CellResult:
+    """A cell that was stopped: what stopped it and when, what it did that stands (its tool
+    calls, its files), and what the session holds now (`came`)."""
     cell: Cell = command.context
+    ran_s = time.perf_counter() - cell.started
     t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
-    head = _TRAP_TEXT.get(trap.reason, "").format(t=t) or f"The interpreter crashed: {trap.message}."
-    notice = restart_notice(lost)
+    head = _TRAP_TEXT.get(trap.reason, "").format(t=t, ran=f"{ran_s:.2f} s") \
+        or f"The interpreter crashed after {ran_s:.2f} s: {trap.message}."
     extra: list[str] = []
     written = _written(cell, extra)
+    files = (" The files it wrote in /session (listed below) are kept: the folder is not "
+             "rolled back." if written else "")
+    state = came.text()
     stdout = _raw(command, "stdout", limits.output_chars, extra)
     stderr = _raw(command, "stderr", limits.output_chars, extra)
+    rolled = came.exact is not None or not came.lost  # none lost: as it was, too
     return CellResult(
         ok=False, stdout=stdout, stderr=stderr,
-        error=f"{head} {notice}", error_type={"timeout": "TimeoutError", "stack": "RecursionError",
-                                              "cancelled": "CancelledError"}.get(trap.reason,
-                                                                                 "GuestCrash"),
-        tool_calls=tuple(cell.calls.records), duration_s=time.perf_counter() - cell.started,
-        restarted=True, lost_names=lost, files_written=written,
-        notices=(*command.notices, notice, *extra))
+        error=f"{head}{_calls_made(cell)}{files} {state}",
+        error_type=_TRAP_TYPE.get(trap.reason, "GuestCrash"),
+        tool_calls=tuple(cell.calls.records), duration_s=ran_s,
+        restarted=not rolled and bool(came.lost), rolled_back=rolled,
+        lost_names=tuple(came.missing) if rolled else came.lost, files_written=written,
+        notices=(*command.notices, state, *extra))

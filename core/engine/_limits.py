@@ -17,7 +17,7 @@ class Limits:
 
     timeout_s: float | None = 30.0
     """Wall time for one cell, tool calls included. A cell still running then is stopped
-    and its guest replaced (its variables are lost; the session folder is kept)."""
+    and the session comes back to its state before that cell (see `rollback_bytes`)."""
 
     memory_bytes: int = 512 * 1024 * 1024
     """Guest linear memory. Going past it raises `MemoryError` inside the cell; the guest lives on."""
@@ -59,6 +59,13 @@ class Limits:
     """How long a cell paused at calls that need a decision (an approval) waits for it; then
     they count as rejected and the cell goes on. Its own `timeout_s` does not run meanwhile."""
 
+    rollback_bytes: int | None = 1024 * 1024 * 1024
+    """Most host memory kept, per session, for coming back from a stopped cell: after each
+    cell, the session keeps its state (on the data runtime, the memory pages its cells wrote;
+    elsewhere its variables, pickled). A cell stopped by its time limit, a cancel or a crash
+    then costs only itself. Past this, no state is kept and a stopped cell costs the
+    session's variables; 0 turns keeping off (a cell then costs nothing more)."""
+
     def __post_init__(self) -> None:
         if self.memory_bytes < 32 * 1024 * 1024:
             raise ValueError("Limits.memory_bytes must be at least 32 MiB: CPython needs that to start")
@@ -67,7 +74,7 @@ class Limits:
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive or None")
         for name in ("output_chars", "tool_calls", "disk_bytes", "disk_entries", "image_bytes",
-                     "image_pixels"):
+                     "image_pixels", "rollback_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"Limits.{name} must be >= 0 or None")

@@ -54,9 +54,12 @@ class CellResult:
     tool_calls: tuple[ToolCallRecord, ...] = ()
     duration_s: float = 0.0
     restarted: bool = False
-    """The guest was replaced during or before this cell: earlier variables are gone."""
+    """The guest was replaced during or before this cell and earlier variables are gone."""
+    rolled_back: bool = False
+    """The cell was stopped (its time limit, a cancel, a crash) and the session came back to
+    its state before the cell, in a new guest (`lost_names`: what could not)."""
     lost_names: tuple[str, ...] = ()
-    """Names that existed before a restart and are now gone."""
+    """Names that existed before a restart or a rollback and are now gone."""
     names: tuple[str, ...] = ()
     """Global names the session holds after this cell."""
     new_names: tuple[str, ...] = ()

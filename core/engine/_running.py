@@ -23,6 +23,7 @@ from ._live import GuestHold
 from ._parked import ABANDONED, PAUSED, Parked, Waiter, first_of, paused_result, wait_either
 from ._pause import CellLog, Decision
 from ._result import CellResult
+from ._rollback import CameBack
 from ._tool_calls import CellCalls
 from ._worker import Command, NotStarted, Worker
 
@@ -62,8 +63,15 @@ class CellRunner:
     _lost: tuple[str, ...] | None
     _notices: list[str]
     _parked: Parked | None
+    _running: tuple[Worker, Command[Cell]] | None
 
     def _ensure_worker(self, settle: bool = True) -> Worker:
+        raise NotImplementedError
+
+    def _replace(self, dead: Worker | None) -> CameBack:
+        raise NotImplementedError
+
+    def _given_up(self, worker: Worker, why: str) -> None:
         raise NotImplementedError
 
     def _settle(self) -> None:
@@ -112,6 +120,7 @@ class CellRunner:
                    watchdog: float | None) -> CellResult | None:
         """Wait for the cell to end or pause; None when the guest died before taking it."""
         calls, paused = command.context.calls, False
+        self._running = (worker, command)
         try:
             outcome = waiter.wait(watchdog)
             paused = outcome is PAUSED
@@ -120,8 +129,9 @@ class CellRunner:
         except NotStarted:
             return None
         except GuestTrap as trap:
-            return self._trapped(command, trap)
+            return self._trapped(worker, command, trap)
         finally:
+            self._running = None
             if not paused:
                 calls.close()
         if paused:
@@ -158,22 +168,24 @@ class CellRunner:
 
         timer = loop.call_later(watchdog, expire) if watchdog is not None else None
         calls = command.context.calls
+        self._running = (worker, command)
         try:
             outcome = await waiting
             paused = outcome is PAUSED
         except asyncio.CancelledError:
             if expired:
                 return await asyncio.to_thread(self._abandon, worker, command, "timeout")
-            calls.cancel_all()
-            worker.stop("cancelled")
-            self._lost = self._names
-            self._state.worker = None
+            if not command.future.done():  # the task awaiting it was cancelled: so is the cell
+                calls.cancel_all()
+                worker.stop("cancelled")
+                self._given_up(worker, "The last cell was cancelled (the task running it was).")
             raise
         except NotStarted:
             return None
         except GuestTrap as trap:
-            return await asyncio.to_thread(self._trapped, command, trap)
+            return await asyncio.to_thread(self._trapped, worker, command, trap)
         finally:
+            self._running = None
             if not paused:
                 calls.close()
             if timer is not None:
@@ -202,7 +214,8 @@ class CellRunner:
                                  Waiter(parked.command, signal),
                                  parked.remaining_s(WATCHDOG_GRACE_S))
         return result if result is not None else self._trapped(
-            parked.command, GuestTrap("crash", "the guest ended while the cell was paused"))
+            parked.worker, parked.command,
+            GuestTrap("crash", "the guest ended while the cell was paused"))
 
     async def _acontinue(self, parked: Parked, decisions: Mapping[str, Decision],
                          loop: asyncio.AbstractEventLoop) -> CellResult:
@@ -213,7 +226,7 @@ class CellRunner:
         result = await self._await_cell(parked.worker, parked.command, parked.code, signal,
                                         parked.remaining_s(WATCHDOG_GRACE_S), loop)
         return result if result is not None else await asyncio.to_thread(
-            self._trapped, parked.command,
+            self._trapped, parked.worker, parked.command,
             GuestTrap("crash", "the guest ended while the cell was paused"))
 
     def _give_up_paused(self) -> None:
@@ -245,16 +258,13 @@ class CellRunner:
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
         command.context.calls.cancel_all()
         worker.stop(reason)
-        self._state.worker = None
-        return self._trapped(command, GuestTrap("timeout", "a tool call did not return in time"))
+        return self._trapped(worker, command,
+                             GuestTrap("timeout", "a tool call did not return in time"))
 
-    def _trapped(self, command: Command, trap: GuestTrap) -> CellResult:
-        lost = self._lost if self._lost is not None else self._names
-        self._lost = None
-        self._state.worker = None
-        self._ensure_worker()
-        self._names = ()
-        return trap_result(command, trap, lost, self.limits, self.workdir)
+    def _trapped(self, worker: Worker, command: Command, trap: GuestTrap) -> CellResult:
+        """The cell was stopped: a new guest, with the session's state before the cell."""
+        came = self._replace(worker)
+        return trap_result(command, trap, came, self.limits, self.workdir)
 
     def _finish(self, command: Command, outcome: dict[str, Any]) -> CellResult:
         lost, self._lost = self._lost, None

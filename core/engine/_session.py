@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import functools
+import logging
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -14,7 +15,7 @@ from typing import Any
 from .._closing import Closing
 from .._folders import empty_folder
 from ..errors import SessionClosed, SnapshotError
-from ..runtime import GUEST_DIR, Runtime, resolve_runtime
+from ..runtime import GUEST_DIR, GuestTrap, Runtime, resolve_runtime
 from ..tools import ToolRegistry, guest_spec, search_entry
 from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
@@ -22,15 +23,22 @@ from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
 from ._parked import Parked
 from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
+from ._rollback import CameBack, Rollback
 from ._running import CellRunner, Steer
 from ._snapshot import SessionState, capture
-from ._worker import Command, Requests, Worker
+from ._worker import Command, Requests, Worker, settle
+
+log = logging.getLogger("tooliscode")
 
 __all__ = ["Session"]
 
 _MAX_FOUND = 50
 """Most tools one `search_tools` call returns, whatever limit the code asks for."""
 _QUERY_CHARS = 1_000
+_CANCEL_WAIT_S = 0.02
+"""How long `cancel` lets a stopped guest end its cell itself; past it (its thread is in a
+sync tool, which cannot be interrupted) the cell is given up and the thread left to end
+when the tool returns."""
 
 class Session(CellRunner, Closing):
     """A stateful Python sandbox whose code can call `tools`.
@@ -61,6 +69,12 @@ class Session(CellRunner, Closing):
         self._first_reply: Any = None
         self._parked: Parked | None = None
         """The cell paused at calls waiting for decisions, if one is."""
+        self._running: tuple[Worker, Command] | None = None
+        """The guest and command of the cell being waited for (for `cancel`)."""
+        self._dead: Worker | None = None
+        self._stopped: str | None = None
+        """A guest given up outside any result (a cancelled task): the next guest comes back
+        to its point, and the next result says why."""
         if workdir is None:
             worker = pool_for(self.runtime).acquire(self.limits)
             self._state = GuestHold(None, worker.workdir, True)
@@ -123,6 +137,24 @@ class Session(CellRunner, Closing):
                                     Steer(call_id, log, decisions))
         finally:
             self._turn.release()
+
+    def cancel(self) -> bool:
+        """Stop the running cell, from any thread: its tool calls are cancelled (a sync
+        tool's thread is left to finish on its own), and the session comes back to its state
+        before the cell, in a new guest. The cell's result says so. False when no cell ran."""
+        running = self._running
+        if running is None:
+            return False
+        worker, command = running
+        if command.future.done():
+            return False
+        command.context.calls.cancel_all()
+        worker.stop("cancelled")
+        try:
+            command.future.exception(_CANCEL_WAIT_S)
+        except (cf.TimeoutError, cf.CancelledError):
+            settle(command.future, error=GuestTrap("cancelled", "the cell was cancelled"))
+        return True
 
     @property
     def paused(self) -> tuple[PendingCall, ...]:
@@ -311,15 +343,52 @@ class Session(CellRunner, Closing):
             raise SessionClosed("this session was closed")
         worker = self._state.worker
         if worker is None or not worker.alive:
-            if worker is not None:
-                self._lost = self._names
-            self._attach(Worker(self.runtime, self.workdir, self.limits))
-            self._names = ()
+            dead, self._dead = self._dead or worker, None
+            why, self._stopped = self._stopped, None
+            came = self._replace(dead)
+            if came.exact is None:
+                self._lost = came.lost if dead is not None and came.lost else None
+            else:
+                self._notices.append(f"{why or 'The interpreter stopped after the last cell.'} "
+                                     f"{came.text('that cell')}")
             worker = self._state.worker
         assert worker is not None
         if settle:
             self._settle()
         return worker
+
+    def _given_up(self, worker: Worker, why: str) -> None:
+        """`worker` was stopped while no result could say so: the next guest comes back to
+        its point, and the next result tells `why`."""
+        self._dead, self._stopped = worker, why
+        self._state.worker = None
+
+    def _replace(self, dead: Worker | None) -> CameBack:
+        """A new guest in place of `dead` (given up), with the state it kept, if any."""
+        if self._closed:  # closed while a cell ran: no new guest in a folder that is gone
+            raise SessionClosed("this session was closed")
+        names = self._lost if self._lost is not None else self._names
+        self._names, self._lost, self._state.worker = (), None, None
+        comeback = Rollback.of(dead, names) if dead is not None else None
+        why = dead.point_note if dead is not None else None
+        if comeback is not None:
+            self._state_first = comeback if comeback.memory is not None else None
+            try:
+                self._attach(Worker(self.runtime, self.workdir, self.limits))
+                worker = self._state.worker
+                assert worker is not None
+                self._settle()
+                missing, self._names = comeback.load(worker, self.workdir, self._first_reply)
+                return comeback.came_back(missing)
+            except Exception as exc:  # noqa: BLE001 - then a new interpreter, saying why
+                log.warning("tooliscode: coming back from a stopped cell failed: %s", exc)
+                why = f"coming back to it failed: {exc}"
+                self._state_first, self._names = None, ()
+                broken, self._state.worker = self._state.worker, None
+                if broken is not None:
+                    broken.shutdown(quick=True)
+        self._attach(Worker(self.runtime, self.workdir, self.limits))
+        return CameBack(None, lost=names, why=why)
 
 def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
            cell: Requests | None) -> dict[str, Any]:

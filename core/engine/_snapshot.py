@@ -128,8 +128,10 @@ class SessionState:
         """Load the snapshot into the fresh guest of `worker`; returns what could not come
         along (name -> why) and the names the guest now holds. `first_reply`: what the guest
         said to the command `first` gave (a saved interpreter only)."""
-        with tarfile.open(fileobj=io.BytesIO(self.parts.get("files", b"")), mode="r:") as tar:
-            tar.extractall(workdir, filter="data")
+        files = self.parts.get("files")
+        if files is not None:  # a rollback has none: the folder stays as it is
+            with tarfile.open(fileobj=io.BytesIO(files), mode="r:") as tar:
+                tar.extractall(workdir, filter="data")
         if self.memory is not None:
             return self._rebound(first_reply)
         host_path, guest_path = _paths(workdir)

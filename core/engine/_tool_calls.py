@@ -91,6 +91,8 @@ class CellCalls(Steering):
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _started: dict[int, Started] = field(default_factory=dict)
     _blocking: cf.Future | None = None
+    _calling: str | None = None
+    """The tool of the call running on the guest's thread, if one is."""
     _loop_calls: LoopHandoff | None = None
     cancelled: bool = False
     on_call: Callable[[], None] | None = None
@@ -118,6 +120,13 @@ class CellCalls(Steering):
     def records(self) -> list[ToolCallRecord]:
         """The cell's tool calls so far, in the order they ended."""
         return [ToolCallRecord(*made) for made in self._made]
+
+    def unfinished(self) -> list[str]:
+        """The tools of calls still running (when the cell is stopped: their effects may
+        happen yet)."""
+        names = [s.tool.name for s in list(self._started.values()) if not s.future.done()]
+        calling = self._calling
+        return names + [calling] if calling is not None else names
 
     # -- entry point (guest thread) -----------------------------------------------------
 
@@ -251,6 +260,7 @@ class CellCalls(Steering):
         is_async, handoff = tool.is_async, self._loop_calls
         if handoff is not None and not is_async:
             handoff.leave()  # a sync tool runs here with no running loop, as always
+        self._calling = tool.name
         try:
             if is_async:
                 value = (handoff or self._handoff()).call(tool.invoke, arguments,
@@ -274,9 +284,11 @@ class CellCalls(Steering):
                                                               self._until(tool, started))
             value = to_json_value(value)
         except BaseException as exc:  # noqa: BLE001 - every tool failure goes to the guest
+            self._calling = None
             if isinstance(exc, CallPaused):
                 return exc
             return self._failed(tool, arguments, started, exc)
+        self._calling = None
         self._made.append((tool.name, arguments, time.monotonic() - started, True, None))
         return {"ok": True, "value": value}
 

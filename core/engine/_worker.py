@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..runtime import GuestSpec, GuestTrap, Runtime
+from ..runtime import CommitPoint, GuestSpec, GuestTrap, Runtime
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
+from ._points import Checkpoint
 
-__all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all"]
+__all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all", "settle"]
 
 log = logging.getLogger("tooliscode")
 
@@ -36,9 +37,7 @@ MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 _BETWEEN = "between-turns"
 STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
-                 "so its memory may be damaged: it is replaced before the next cell, and "
-                 "variables, functions and imports from earlier cells will be gone. Files in "
-                 "/session are kept.")
+                 "so its memory may be damaged: it is replaced before the next cell.")
 """A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
 
 
@@ -64,6 +63,27 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
 
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
+
+
+_KEEPS = frozenset({"cell", "restore", "rebind"})
+"""Commands whose state is kept as the session's rollback point."""
+
+
+def _too_big(size: int, limit: int) -> str:
+    return (f"its state ({size / 2**20:.1f} MiB) is more than Limits.rollback_bytes "
+            f"({limit / 2**20:.1f} MiB)")
+
+
+def settle(future: cf.Future, result: Any = None, error: BaseException | None = None) -> None:
+    """Give `future` its outcome unless it has one: a cancel from another thread may have
+    given it first (`Session.cancel`)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except cf.InvalidStateError:
+        pass
 
 
 def join_all(timeout: float) -> None:
@@ -110,6 +130,8 @@ class Command(Generic[ContextT]):
     raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
     notices: list[str] = field(default_factory=list)
     """What the runtime refused while the command ran (a full folder)."""
+    blob: bytes | None = None
+    """Bytes the guest handed over while the command ran (a checkpoint's)."""
     _raw_size: int = 0
 
     def add_raw(self, stream: str, data: bytes) -> None:
@@ -149,6 +171,15 @@ class Worker:
         self.booted: threading.Event = _Booted(self)
         """Set once the guest first waits for a command (or has died trying)."""
         self._then: list[Callable[[], None]] = []
+        self.point: CommitPoint | Checkpoint | None = None
+        """What the last command that kept its state left, where a stopped cell's session
+        comes back to (set on the guest's thread between commands; see `_rollback.py`)."""
+        self.point_note: str | None = None
+        """Why there is no point, when one was asked for and none could be kept."""
+        self._commit_due = False
+        self._committed = threading.Event()
+        """Clear while a commit is under way."""
+        self._committed.set()
         boot = BAKED_BOOT if self._baked else runtime.transport_source + BOOT_SOURCE
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes, boot_source=boot,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
@@ -314,17 +345,16 @@ class Worker:
                 self._ended = True
             _running.discard(self)
             self._run_then()  # before the waiters hear of the end: the folder is gone by then
-            if current is not None and not current.future.done():
-                current.future.set_exception(self.death)
-            if held is not None and not held.future.done():
-                held.future.set_exception(NotStarted("the guest died first"))
+            if current is not None:
+                settle(current.future, error=self.death)
+            if held is not None:
+                settle(held.future, error=NotStarted("the guest died first"))
             while True:
                 try:
                     pending = self._commands.get_nowait()
                 except queue.Empty:
                     break
-                if not pending.future.done():
-                    pending.future.set_exception(NotStarted("the guest died first"))
+                settle(pending.future, error=NotStarted("the guest died first"))
 
     def _serve_turns(self) -> None:
         self.instance.run()  # boot: the guest sets up and returns
@@ -342,17 +372,21 @@ class Worker:
                 self.instance.turn(SERVE)
             finally:
                 self._deliver()
+                if self._commit_due:
+                    self._commit()
 
     def _deliver(self) -> None:
         """Give the finished command its result. A turn-based guest's is given once its turn
         has ended: its caller then wakes to a free interpreter lock, where during the turn's
         last steps the two threads would hand the lock back and forth."""
         finished, self._finished = self._finished, None
-        if finished is not None and not finished[0].future.done():
-            finished[0].future.set_result(finished[1])
+        if finished is not None:
+            settle(finished[0].future, finished[1])
 
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
+        if self._commit_due:  # the commit comes first, between turns
+            return None
         if not self._turns:
             return self._commands.get()
         command, self._held = self._held, None
@@ -369,6 +403,79 @@ class Worker:
             return None
         return command
 
+    # -- rollback points (see `_rollback.py`) ---------------------------------------------
+
+    def _kept(self, command: Command, result: Any) -> Command | None:
+        """After `command`: keep the state it left when it asks for that. Where the guest
+        can commit its interpreter, that happens between turns (`_commit`); else the guest
+        pickles its variables next, in the same turn: the command that returns does that."""
+        op = command.message.get("op")
+        if op == "checkpoint":
+            self._checkpointed(command, result)
+            return None
+        if op not in _KEEPS:
+            if op in ("setup", "reset"):  # a new interpreter: nothing to come back to
+                self._set_point(None, None)
+            return None
+        if self.limits.rollback_bytes == 0:
+            self._set_point(None, "Limits.rollback_bytes is 0: no state is kept")
+            return None
+        if self.instance.commits:
+            self._commit_due = True
+            return None
+        return Command({"op": "checkpoint"})
+
+    def _commit(self) -> None:
+        """Between turns: the interpreter as the session's rollback point."""
+        self._commit_due = False
+        self._committed.clear()
+        try:
+            try:
+                point = self.instance.commit()
+            except Exception as exc:  # noqa: BLE001 - the session goes on without a point
+                log.warning("tooliscode: keeping a rollback point failed: %s", exc)
+                point = None
+            limit = self.limits.rollback_bytes
+            if point is not None and limit is not None and point.size_bytes > limit:
+                self.instance.drop_commits()  # it would only grow: no more commits
+                self._set_point(None, _too_big(point.size_bytes, limit))
+            else:
+                self._set_point(point, None if point is not None else
+                                "this guest could not keep a copy of its memory")
+        finally:
+            self._committed.set()
+
+    def _checkpointed(self, command: Command, result: Any) -> None:
+        reply = result if isinstance(result, dict) else {}
+        limit = self.limits.rollback_bytes
+        if reply.get("ok") and reply.get("empty"):
+            self._set_point(None, None)
+        elif not reply.get("ok") or command.blob is None:
+            self._set_point(None, "its variables could not be saved "
+                            f"({str(reply.get('error') or 'no data')[:200]})")
+        elif limit is not None and len(command.blob) > limit:
+            self._set_point(None, _too_big(len(command.blob), limit))
+        else:
+            dropped = reply.get("dropped")
+            self._set_point(Checkpoint(command.blob, {
+                str(k): str(v) for k, v in dropped.items()} if isinstance(dropped, dict)
+                else {}), None)
+
+    def forget_point(self) -> None:
+        """On the guest's thread: the session starts over (a renewal); no point is kept."""
+        self._set_point(None, None)
+
+    def settled_point(self, timeout: float) -> CommitPoint | Checkpoint | None:
+        """The point, once no commit into it is under way (a given-up guest's thread may still
+        be finishing one)."""
+        self._committed.wait(timeout)
+        return self.point
+
+    def _set_point(self, point: CommitPoint | Checkpoint | None, note: str | None) -> None:
+        # A commit point is not closed here: the instance commits into it still, and a new
+        # guest may have taken it; it is freed with the last of them.
+        self.point, self.point_note = point, note
+
     def _changing(self) -> None:
         current = self._current
         if current is not None and current.on_change is not None:
@@ -381,6 +488,13 @@ class Worker:
 
     def _handle(self, frame: bytes) -> bytes:
         if frame == EMPTY_FRAME:  # the bare crossing, measured by the benchmarks
+            return EMPTY_ANSWER
+        if frame[:1] == b"\0":  # raw bytes: a checkpoint's, taken by its command alone
+            current = self._current
+            if current is None or current.message.get("op") != "checkpoint":
+                return marshal.dumps({"ok": False, "kind": "protocol",
+                                      "error": "no command takes bytes now"})
+            current.blob = bytes(frame[1:])
             return EMPTY_ANSWER
         try:
             msg = parse_frame(frame)
@@ -425,6 +539,13 @@ class Worker:
                 self._closed = True
             self.instance.stop("stack")
             return {"op": "exit"}
+        if current is not None:
+            follow = self._kept(current, result)
+            if follow is not None:  # its checkpoint, in this turn, once its result is given
+                self._deliver()
+                self._current = follow
+                self.instance.arm(self.limits.timeout_s)
+                return follow.message
         command = self._take()
         if command is None:
             return {"op": "yield"}

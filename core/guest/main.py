@@ -58,14 +58,21 @@ class Guest:
                 "final_answer": final_answer, "help": make_help(self.tools)}
 
     def persist(self, op: str, path: str) -> dict[str, Any]:
-        """Save the variables into `path` (a file in the session folder), or load them."""
+        """Save the variables into `path` (a file in the session folder), or load them; or
+        ("checkpoint") hand them to the host, the point a stopped cell's session comes back
+        to."""
         from . import persist
 
         ns, helpers = self.runner.ns, self.runner.helpers
-        if op == "snapshot":
+        if op != "restore":
             names = sorted(k for k in ns.keys() - self.runner.baseline
                            if type(k) is str and not k.startswith("__"))
+            if op == "checkpoint" and not names:
+                return {"ok": True, "empty": True}
             data, dropped = persist.dump(ns, names, helpers)
+            if op == "checkpoint":
+                channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
+                return {"ok": True, "dropped": dropped}
             with open(path, "wb") as f:
                 f.write(data)
             return {"ok": True, "dropped": dropped}
@@ -101,7 +108,7 @@ class Guest:
                 exec(compile(sdk, "<tooliscode>/sdk.py", "exec"), self.runner.ns)
                 self.runner.baseline = set(self.runner.ns)
             return {"ok": True}
-        if op in ("snapshot", "restore"):
+        if op in ("snapshot", "restore", "checkpoint"):
             return self.persist(op, str(msg.get("path", "")))
         if op == "rebind":
             return self.rebind(msg)

@@ -9,11 +9,20 @@ from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
 from ._wasmtime.tiers import ENV_COMPILER
 from ._wasmtime.tiers import eager as compile_eagerly
 from ._wasmtime.wasm_file import WasmFile
-from .base import GUEST_DIR, GuestSpec, GuestTrap, Instance, MemoryPlan, Runtime, SavedMemory
+from .base import (
+    GUEST_DIR,
+    CommitPoint,
+    GuestSpec,
+    GuestTrap,
+    Instance,
+    MemoryPlan,
+    Runtime,
+    SavedMemory,
+)
 from .default._locate import ENV_HOME, PACKAGED_SHA256, locate_python_wasm
 
 __all__ = [
-    "GUEST_DIR", "GuestSpec", "GuestTrap", "Instance", "MemoryPlan", "Runtime", "SavedMemory",
+    "GUEST_DIR", "CommitPoint", "GuestSpec", "GuestTrap", "Instance", "MemoryPlan", "Runtime", "SavedMemory",
     "WasmFile", "PACKAGED_SHA256", "locate_python_wasm", "default_runtime",
     "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "ComponentRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
     "runtime_named", "resolve_runtime", "python_note", "ENV_CACHE", "cache_dir", "write_private",

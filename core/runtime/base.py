@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..errors import SnapshotError
 
 __all__ = ["GuestSpec", "GuestTrap", "Instance", "Runtime", "FrameHandler", "OutputSink",
-           "GUEST_DIR", "SavedMemory", "MemoryPlan"]
+           "GUEST_DIR", "SavedMemory", "MemoryPlan", "CommitPoint"]
 
 GUEST_DIR = "/session"
 """Where the session folder appears inside the guest; it is also the working directory."""
@@ -75,6 +75,28 @@ class MemoryPlan(ABC):
 
     size: int
     """Bytes of linear memory the interpreter needs."""
+
+
+class CommitPoint(ABC):
+    """A guest's interpreter as it was at a commit (`Instance.commit`), held outside the
+    guest: what a session whose cell was stopped comes back to, in a new guest."""
+
+    @abstractmethod
+    def plan(self) -> MemoryPlan:
+        """The committed memory, for `Instance.load_memory` of a new guest."""
+
+    @property
+    @abstractmethod
+    def ready(self) -> bool:
+        """False while a commit into it is under way, or after one failed: not to be used."""
+
+    @property
+    @abstractmethod
+    def size_bytes(self) -> int:
+        """Host memory it holds."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Free what it holds (it is not used again)."""
 
 
 class Instance(ABC):
@@ -147,6 +169,22 @@ class Instance(ABC):
 
     # -- optional capabilities: what only some runtimes can do. The defaults say "not
     # supported", so callers ask the instance instead of probing for attributes.
+
+    @property
+    def commits(self) -> bool:
+        """Whether `commit` can keep this guest's interpreter (else the session keeps a pickled
+        copy of its variables after each cell)."""
+        return False
+
+    def commit(self) -> CommitPoint | None:
+        """Between turns, after a cell that ended: the interpreter as it is now, as the
+        point a stopped cell's session comes back to; later commits update the same point.
+        None where the runtime cannot (its session keeps a pickled copy of the variables
+        instead)."""
+        return None
+
+    def drop_commits(self) -> None:  # noqa: B027 - optional hook
+        """Between turns: make no more commits, and let go of the point (it grew too big)."""
 
     def save_memory(self) -> SavedMemory | None:
         """Between turns: the whole interpreter, to be put back exactly into a new guest

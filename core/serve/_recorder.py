@@ -75,7 +75,7 @@ def record_calls(code: CodeTool, registry: ToolRegistry, cells: list[str]) -> Re
             recorded.calls += [_as_tool_call(c.name, c.arguments) for c in result.tool_calls
                                if c.ok]
             if not result.ok:
-                if result.error_type in _MISTAKES or result.restarted:
+                if result.error_type in _MISTAKES or result.restarted or result.rolled_back:
                     recorded.error = result.error or "the code failed"
                 break
     finally:

@@ -70,7 +70,7 @@ class SandboxInterpreter(Facade):
         if result is None:  # the sandbox itself failed: this session cannot go on
             self._closed = True
             raise CodeInterpreterError(reply.text)
-        if result.restarted:  # a limit stopped the code: a new guest, without SUBMIT
+        if result.restarted or result.rolled_back:  # a new guest: SUBMIT is given again
             self._tools_registered = False
         if result.has_final:
             return FinalOutput(result.final)

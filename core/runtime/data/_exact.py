@@ -78,10 +78,12 @@ def _opened(path: Path) -> _Image:
         return known
 
 
-def save(image: MemoryImage, address: int, size: int) -> SavedMemory:
-    """The memory at `address` (a guest mapped from `image`), between two turns."""
+def save(image: MemoryImage, address: int, size: int, also: bytes | None = None
+         ) -> SavedMemory:
+    """The memory at `address` (a guest mapped from `image`), between two turns. `also`
+    flags pages to count as written whatever the page map says (see `_commits.kept_flags`)."""
     opened = _opened(image.path)
-    delta = pages.take(address, size, opened.base, opened.empty, SPAN_LIMIT)
+    delta = pages.take(address, size, opened.base, opened.empty, SPAN_LIMIT, also)
     parts: dict[str, Any] = {"runs": delta.runs, "spans": delta.spans}
     stored: dict[str, Any] = {}
     if sum(map(len, delta.new)) <= COMPRESS_NEW:

@@ -62,12 +62,15 @@ def _compared(memory: memoryview, base: memoryview) -> bytes:
                  for at in range(0, inside * PAGE, PAGE)) + b"\x01" * (pages - inside)
 
 
-def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes
-          ) -> list[tuple[int, int, int]]:
+def _runs(memory: memoryview, address: int, base: memoryview, empty: bytes,
+          also: bytes | None = None) -> list[tuple[int, int, int]]:
     """Runs of written pages as (first, count, over free memory): `empty` flags the image's
-    zero pages, and every page past its end counts as free."""
+    zero pages, and every page past its end counts as free. `also` flags more pages."""
     pages = len(memory) // PAGE
     written_pages = written(address, len(memory)) or _compared(memory, base)
+    if also:  # flags are 0 or 1 per byte: OR them as two integers, in C
+        either = int.from_bytes(written_pages, "little") | int.from_bytes(also[:pages], "little")
+        written_pages = either.to_bytes(pages, "little")
     free = empty[:pages] + b"\x01" * (pages - len(empty))
     out = []
     for at, end in runs(written_pages):
@@ -131,7 +134,8 @@ def _whole(kept: list[tuple[int, int, int]], new: list[memoryview], memory: memo
     new.append(memory[start:end])
 
 
-def take(address: int, size: int, base: memoryview, empty: bytes, span_limit: int) -> Delta:
+def take(address: int, size: int, base: memoryview, empty: bytes, span_limit: int,
+         also: bytes | None = None) -> Delta:
     """The delta of the memory at `address` (between turns) against the image `base`, whose
     zero pages `empty` flags. Written pages over data in the image are compared with it until
     `span_limit` bytes; past that, comparing costs more time than the bytes it saves."""
@@ -140,7 +144,7 @@ def take(address: int, size: int, base: memoryview, empty: bytes, span_limit: in
     spans: list[memoryview] = []
     new: list[memoryview] = []
     budget = span_limit
-    for first, count, raw in _runs(memory, address, base, empty):
+    for first, count, raw in _runs(memory, address, base, empty, also):
         start, end = first * PAGE, (first + count) * PAGE
         if raw or budget <= 0:
             _whole(kept, new, memory, start, end)

@@ -25,14 +25,15 @@ from .._wasmtime.capi import Export, check_i32_export, store_context
 from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
 from .._wasmtime.host_functions import current, guarded, sleep, tracked
 from .._wasmtime.shadow import FORWARDED, GUARDED, WASI
-from ..base import GUEST_DIR, GuestSpec, GuestTrap, MemoryPlan, SavedMemory
-from . import _exact
+from ..base import GUEST_DIR, CommitPoint, GuestSpec, GuestTrap, MemoryPlan, SavedMemory
+from . import _commits, _exact
 from . import _renewal as renewal
 from ._files import INSTALL_HINT, DataFiles, data_files
 from ._host_call import HostAlloc, define_host_call
 from ._memory_image import MemoryImage
 from ._renewal import Baseline
 from ._start_image import PRELOAD, Images
+from ._written import Tracker
 
 __all__ = ["DataRuntime", "DataInstance", "INSTALL_HINT", "MIN_MEMORY_BYTES"]
 
@@ -101,6 +102,12 @@ class DataInstance(WasmtimeInstance):
         self.fds = set()
         self.counts_opens = "fd_close" in runtime.forwarded
         self._baseline: Baseline | None = None
+        self._point: _commits.Shadow | None = None
+        self._tracker: Tracker | None = None
+        self._restored: _commits.Shadow | None = None
+        """The commit point it was mapped from: its page map takes the pages it shares with
+        the point's memfd for the image's (see `save_memory`), and it is not renewed."""
+        self._commit_failed = False
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         files: DataFiles = self._rt.files
@@ -125,18 +132,56 @@ class DataInstance(WasmtimeInstance):
         if self.image is None:  # booted from the bare module: nothing to take a delta to
             return None
         address, size = self.memory_span()
-        return _exact.save(self.image, address, size)
+        also = None if self._restored is None else _commits.kept_flags(self._restored, size)
+        return _exact.save(self.image, address, size, also)
+
+    @property
+    def commits(self) -> bool:
+        return self.image is not None and _commits.SUPPORTED
+
+    def commit(self) -> CommitPoint | None:
+        if self.image is None or self._commit_failed:
+            return None
+        address, size = self.memory_span()
+        done = _commits.commit(self._point, self._tracker, self.image, address, size)
+        if done is None:  # this kernel cannot track writes (or lost track): no more commits
+            self._forget_point()
+            self._commit_failed = True
+            return None
+        self._point, self._tracker = done
+        return self._point
+
+    def drop_commits(self) -> None:
+        self._forget_point()
+        self._commit_failed = True
+
+    def _forget_point(self) -> None:
+        """Stop tracking writes for the point (it stays with whoever holds it)."""
+        if self._tracker is not None:
+            self._tracker.close()
+        self._point = self._tracker = None
 
     def load_memory(self, plan: MemoryPlan) -> None:
-        assert isinstance(plan, _exact.Plan)
+        assert isinstance(plan, (_exact.Plan, _commits.ShadowPlan))
         have = self._memory_handle.data_len(self._store)
         if plan.size > have:
             self._memory_handle.grow(self._store, -(-(plan.size - have) // 65536))
-        self.map_image(plan.image)  # the start image again, over whatever the guest did
+        image = plan.shadow.image if isinstance(plan, _commits.ShadowPlan) else plan.image
+        self._forget_point()
+        self.map_image(image)  # the start image again, over whatever the guest did
         # It keeps the saved interpreter's random state: no reseed as a new guest gets.
         self._prefix = ""
         address, size = self.memory_span()
-        _exact.load(plan, address, size)
+        if isinstance(plan, _commits.ShadowPlan):
+            if not plan.shadow.complete:
+                raise ValueError("the commit point is incomplete")
+            self._restored = plan.shadow
+            self._tracker = _commits.restore(plan.shadow, address, size)
+            self._point = plan.shadow if self._tracker is not None else None
+            self._commit_failed = self._tracker is None
+        else:
+            self._restored = None
+            _exact.load(plan, address, size)
 
     def memory_span(self) -> tuple[int, int]:
         """Where this guest's linear memory lies in the host process, and its length (for
@@ -165,7 +210,8 @@ class DataInstance(WasmtimeInstance):
     def keep_baseline(self) -> bool:
         """Between turns, right after setup: remember this memory as what `renew` returns to.
         False when it cannot be renewed (not from an image, no page map)."""
-        if self.image is None or self.fds is None or "fd_close" not in self._rt.forwarded:
+        if self.image is None or self.fds is None or "fd_close" not in self._rt.forwarded \
+                or self._restored is not None:
             return False
         base, size = self.memory_span()
         self._baseline = renewal.capture(base, size, frozenset(self.fds))
@@ -198,6 +244,7 @@ class DataInstance(WasmtimeInstance):
             image.reseed(base)
         else:
             self._prefix = _RESEED
+        self._forget_point()  # the last run's: the next starts without one
         self._quota.stale()
         self._quota.hit = self._changed = False
         self._pending = self._trap_reason = None
@@ -226,6 +273,7 @@ class DataInstance(WasmtimeInstance):
                             "traceback went to stderr)")
 
     def close(self) -> None:
+        self._forget_point()
         self._turn_func = self._alloc_func = self._host_alloc = None  # type: ignore[assignment]
         super().close()
 

@@ -1,0 +1,130 @@
+"""Which pages of a guest's memory were written since we last asked: userfaultfd's asynchronous
+write protection and the page map's PAGEMAP_SCAN (Linux 6.7 and later).
+
+The memory is registered with a userfaultfd for write protection in its asynchronous mode:
+a write to a protected page is let through by the kernel itself (no handler thread) and the
+page is marked written. PAGEMAP_SCAN then lists the written pages of a range and protects
+them again, in one call that walks the page tables: a cell's commit copies only the pages
+that cell wrote, however large the memory. Soft-dirty bits would do the same, but clearing
+them is process-wide, which several guests in one process cannot share.
+
+Where the kernel lacks either (`Tracker.start` returns None), commits compare whole pages.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+__all__ = ["Tracker", "Region"]
+
+_SYS_USERFAULTFD = {"x86_64": 323, "aarch64": 282}
+_UFFD_USER_MODE_ONLY = 1
+_UFFD_API = 0xAA
+_UFFDIO_API = 0xC018AA3F
+_UFFDIO_REGISTER = 0xC020AA00
+_UFFDIO_WRITEPROTECT = 0xC018AA06
+_MODE_WP = 1 << 1
+_WP = 1 << 0
+_FEATURES = (1 << 15) | (1 << 13)
+"""UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED"""
+_PAGEMAP_SCAN = 0xC0606610
+_PM_SCAN_WP_MATTERING, _PM_SCAN_CHECK_WPASYNC = 1, 2
+_PAGE_IS_WRITTEN = 1 << 1
+_MAX_REGIONS = 4096
+
+Region = tuple[int, int]
+"""[start, end) byte offsets into the memory."""
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_lock = threading.Lock()
+_pagemap: int | None = None
+
+
+def _ioctl(fd: int, request: int, arg: ctypes.Array) -> int:
+    assert _libc is not None
+    return int(_libc.ioctl(fd, ctypes.c_ulong(request), ctypes.c_void_p(ctypes.addressof(arg))))
+
+
+class Tracker:
+    """Write tracking for one guest's memory at `address`."""
+
+    def __init__(self, fd: int, address: int, size: int):
+        self._fd, self.address, self.size = fd, address, size
+        self._out = (ctypes.c_uint64 * (3 * _MAX_REGIONS))()
+
+    @classmethod
+    def start(cls, address: int, size: int) -> Tracker | None:
+        """Track writes to [address, address + size) from now on; None where the kernel
+        cannot (every page then counts as written)."""
+        machine = os.uname().machine
+        if _libc is None or machine not in _SYS_USERFAULTFD or _page_map() is None:
+            return None
+        fd = int(_libc.syscall(_SYS_USERFAULTFD[machine], os.O_CLOEXEC | os.O_NONBLOCK
+                               | _UFFD_USER_MODE_ONLY))
+        if fd < 0:
+            return None
+        api = (ctypes.c_uint64 * 3)(_UFFD_API, _FEATURES, 0)
+        tracker = cls(fd, address, size)
+        if _ioctl(fd, _UFFDIO_API, api) < 0 or api[1] & _FEATURES != _FEATURES \
+                or not tracker._register(address, size):
+            os.close(fd)
+            return None
+        return tracker
+
+    def _register(self, address: int, size: int) -> bool:
+        if size <= 0:
+            return True
+        reg = (ctypes.c_uint64 * 4)(address, size, _MODE_WP, 0)
+        protect = (ctypes.c_uint64 * 3)(address, size, _WP)
+        return _ioctl(self._fd, _UFFDIO_REGISTER, reg) >= 0 \
+            and _ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) >= 0
+
+    def grown(self, size: int) -> bool:
+        """The memory grew to `size`: track the new part too (pages written there before
+        this call are not seen: the caller takes that part whole). False when it cannot."""
+        ok = size <= self.size or self._register(self.address + self.size, size - self.size)
+        self.size = max(self.size, size)
+        return ok
+
+    def written(self) -> list[Region] | None:
+        """The regions written since the last call (or `start`), protected again; None when
+        the scan failed (take every page then)."""
+        pagemap = _page_map()
+        if pagemap is None:
+            return None
+        out, regions = self._out, []
+        start, end = self.address, self.address + self.size
+        while start < end:
+            arg = (ctypes.c_uint64 * 12)(96, _PM_SCAN_WP_MATTERING | _PM_SCAN_CHECK_WPASYNC,
+                                         start, end, 0, ctypes.addressof(out), _MAX_REGIONS, 0,
+                                         0, _PAGE_IS_WRITTEN, 0, _PAGE_IS_WRITTEN)
+            found = _ioctl(pagemap, _PAGEMAP_SCAN, arg)
+            if found < 0:
+                return None
+            regions += [(out[3 * i] - self.address, out[3 * i + 1] - self.address)
+                        for i in range(found)]
+            walked = arg[4]  # walk_end: where the scan stopped (the out array was full)
+            if found < _MAX_REGIONS or walked >= end:
+                break
+            start = walked
+        return regions
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # unregisters the memory
+            self._fd = -1
+
+
+def _page_map() -> int | None:
+    """/proc/self/pagemap, opened once per process."""
+    global _pagemap
+    with _lock:
+        if _pagemap is None:
+            try:
+                _pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                _pagemap = -1
+        return _pagemap if _pagemap >= 0 else None
