@@ -24,6 +24,7 @@ from ..errors import SnapshotError
 from ..runtime import GUEST_DIR, MemoryPlan, Runtime
 from ._envelope import pack, unpack
 from ._folder import INTERNAL_DIR
+from ._points import Checkpoint
 from ._worker import Worker
 
 __all__ = ["SessionState", "capture", "restore_notice", "snapshot_runtime"]
@@ -144,6 +145,9 @@ class SessionState:
             error = reply.get("error") if isinstance(reply, dict) else reply
             raise SnapshotError(f"the guest could not load the saved state: {error}")
         missing = {**_mapping(self.meta.get("dropped")), **_mapping(reply.get("failed"))}
+        # What was loaded is the point a stopped cell comes back to: no need to pickle it again.
+        worker.keep_point(Checkpoint(self.parts.get("state", b""),
+                                     _mapping(self.meta.get("dropped"))))
         names = reply.get("names")
         return missing, tuple(n for n in names if isinstance(n, str)) \
             if isinstance(names, list) else ()

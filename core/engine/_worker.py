@@ -65,8 +65,9 @@ _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
 
 
-_KEEPS = frozenset({"cell", "restore", "rebind"})
-"""Commands whose state is kept as the session's rollback point."""
+_KEEPS = frozenset({"cell", "rebind"})
+"""Commands whose state is kept as the session's rollback point (a "restore" keeps what it
+loaded: `keep_point`)."""
 
 
 def _too_big(size: int, limit: int) -> str:
@@ -460,6 +461,11 @@ class Worker:
             self._set_point(Checkpoint(command.blob, {
                 str(k): str(v) for k, v in dropped.items()} if isinstance(dropped, dict)
                 else {}), None)
+
+    def keep_point(self, point: Checkpoint) -> None:
+        """Between commands: `point`, the state just loaded, is the session's rollback point."""
+        if self.limits.rollback_bytes != 0:
+            self.point, self.point_note = point, None
 
     def forget_point(self) -> None:
         """On the guest's thread: the session starts over (a renewal); no point is kept."""

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["dump", "load", "lost_files"]
 
-_FORMAT = 1
+_FORMAT = 2
+"""2: each plain value marshalled alone (dumped once, not tried and then dumped again)."""
+_READS = (1, 2)
 _globals: dict[str, Any] = {}
 """The namespace functions are rebuilt into while `load` runs."""
 
@@ -160,12 +162,12 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
     refs = {id(v): k for k, v in helpers.items()}
     values = {k: ns[k] for k in names if k in ns}
     plain = {}
-    for name, value in list(values.items()):  # data alone goes by marshal, in C
+    for name, value in list(values.items()):  # data alone goes by marshal, in C, once
         try:
-            marshal.dumps(value)
+            plain[name] = marshal.dumps(value)
         except (ValueError, TypeError):
             continue
-        plain[name] = values.pop(name)
+        del values[name]
     dropped: dict[str, str] = {}
     try:
         blob = _pickle(values, refs, ns)
@@ -177,8 +179,8 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
                 dropped[name] = _why(value, exc)
                 del values[name]
         blob = _pickle(values, refs, ns)
-    modules = sorted({m.split(".")[0] for m in sys.modules} & set(_imported(ns)))
-    return pickle.dumps({"format": _FORMAT, "values": blob, "plain": marshal.dumps(plain),
+    modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
+    return pickle.dumps({"format": _FORMAT, "values": blob, "marshalled": plain,
                          "modules": modules}), dropped
 
 
@@ -190,7 +192,7 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
     """Put the saved values into `ns`; returns what could not come back, with the reason."""
     global _globals
     state = pickle.loads(data)
-    if not isinstance(state, dict) or state.get("format") != _FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in _READS:
         raise ValueError("not a session state this guest can read")
     failed: dict[str, str] = {}
     for module in state.get("modules", ()):
@@ -203,7 +205,10 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
         values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load()
     finally:
         _globals = {}
-    ns.update(marshal.loads(state["plain"]))
+    if "plain" in state:  # format 1: one marshal of every plain value
+        ns.update(marshal.loads(state["plain"]))
+    else:
+        ns.update({name: marshal.loads(data) for name, data in state["marshalled"].items()})
     ns.update(values)
     return failed
 

@@ -61,8 +61,8 @@ class Shadow(CommitPoint):
         except BaseException:
             os.close(self.fd)
             raise
-        self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
-        self._closer = weakref.finalize(self, _release, self._map, self.fd)
+        self._view = memoryview(self._map)
+        self._closer = weakref.finalize(self, _release, self._view, self._map, self.fd)
         self._closer.atexit = False  # at exit a guest's thread may still be committing into it
 
     def plan(self) -> MemoryPlan:
@@ -80,19 +80,27 @@ class Shadow(CommitPoint):
         """Copy `regions` of the memory at `address` into the memfd."""
         if not self._closer.alive:
             raise ValueError("the commit point is closed")
-        kept, base = self.kept, self._base
-        for start, end in regions:
-            ctypes.memmove(base + start, address + start, end - start)
-            kept[start // PAGE:end // PAGE] = b"\x01" * ((end - start) // PAGE)
+        kept, shadow = self.kept, self._view
+        if not regions:
+            return
+        # Slices of memoryviews copy with half the overhead of a ctypes call per region.
+        memory = memoryview((ctypes.c_char * regions[-1][1]).from_address(address)).cast("B")
+        try:
+            for start, end in regions:
+                shadow[start:end] = memory[start:end]
+                kept[start >> 12:end >> 12] = b"\x01" * ((end - start) >> 12)
+        finally:
+            memory.release()
 
     def close(self) -> None:
         self.complete = False
         self._closer()
 
 
-def _release(view: mmap.mmap, fd: int) -> None:
+def _release(view: memoryview, shared: mmap.mmap, fd: int) -> None:
+    view.release()
     try:
-        view.close()
+        shared.close()
     except BufferError:  # a view into it is still held: the map goes with the last one
         pass
     os.close(fd)
@@ -141,12 +149,11 @@ def commit(point: Shadow | None, tracker: Tracker | None, image: MemoryImage, ad
 
 
 def _first(image: MemoryImage, address: int, size: int) -> tuple[Shadow, Tracker] | None:
-    tracker = Tracker.start(address, size)
-    if tracker is None:
-        return None
     flags = pagemap.written(address, size)
     if flags is None:
-        tracker.close()
+        return None
+    tracker = Tracker.start(address, size)
+    if tracker is None:
         return None
     point = Shadow(image)
     point.kept = bytearray(size // PAGE)
@@ -162,12 +169,17 @@ def restore(point: Shadow, address: int, size: int) -> Tracker | None:
     if image.size < size:
         _mapped(address + image.size, size - image.size, -1, 0)
     kept = bytes(point.kept[:size // PAGE])
-    for first, end in pagemap.runs(kept):
-        start, length = first * PAGE, (end - first) * PAGE
-        if length >= _MAPPED:
-            _mapped(address + start, length, point.fd, start)
-        else:
-            ctypes.memmove(address + start, point._base + start, length)
+    memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+    shadow = point._view
+    try:
+        for first, end in pagemap.runs(kept):
+            start, length = first * PAGE, (end - first) * PAGE
+            if length >= _MAPPED:
+                _mapped(address + start, length, point.fd, start)
+            else:
+                memory[start:start + length] = shadow[start:start + length]
+    finally:
+        memory.release()
     return Tracker.start(address, size)
 
 

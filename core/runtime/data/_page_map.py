@@ -15,6 +15,11 @@ _PAGEMAP = "/proc/self/pagemap"
 _WRITTEN = bytes(1 if (b & 0x20) == 0 and (b & 0xC0) else 0 for b in range(256))
 """Top byte of a page-map entry -> 1 when the page is private to us (present and not a file
 page, or swapped out): written since the image was mapped, or new."""
+_SWAPPED = bytes(1 if (b & 0xC0) == 0x40 else 0 for b in range(256))
+_MARKER_TYPE = bytes(1 if (b & 0x1F) == 0x1F else 0 for b in range(256))
+"""Low byte -> 1 for swap type 31: not a swapped-out page but a marker the kernel leaves
+where write tracking (`_written.py`) protects a page never touched. Such a page is not
+written."""
 
 
 def written(address: int, size: int) -> bytes | None:
@@ -27,7 +32,13 @@ def written(address: int, size: int) -> bytes | None:
         return None
     if len(entries) != size // PAGE * 8:
         return None
-    return entries[7::8].translate(_WRITTEN)
+    flags = entries[7::8].translate(_WRITTEN)
+    swapped = entries[7::8].translate(_SWAPPED)
+    if swapped.count(1):  # flags are 0 or 1 per byte: mask out the markers as integers, in C
+        markers = int.from_bytes(swapped, "little") & \
+            int.from_bytes(entries[0::8].translate(_MARKER_TYPE), "little")
+        flags = (int.from_bytes(flags, "little") & ~markers).to_bytes(len(flags), "little")
+    return flags
 
 
 def runs(flags: bytes) -> list[tuple[int, int]]:

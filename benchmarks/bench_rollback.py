@@ -1,0 +1,205 @@
+"""A stopped cell costs only itself: what coming back costs, and what keeping the point to come
+back to adds to an ordinary cell, on both runtimes, each against the same session with
+keeping turned off (`Limits.rollback_bytes=0`) in the same run.
+
+- cancel -> next cell's result, p99, with the cell in a pure-Python loop, a long C call,
+  `time.sleep`, a blocking tool call and gathered async calls;
+- data: the commit after an ordinary cell (a few variables; a 100k-row DataFrame), and a
+  session holding 100 MB coming back after a stop;
+- default: the pickled checkpoint after each cell, for sessions holding 10 KB, 1 MB and 50 MB.
+
+Run: python benchmarks/bench_rollback.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import threading
+import time
+
+from _util import Row, load, table
+from tooliscode import Limits, Session
+from tooliscode.runtime import runtime_named
+
+_ENTERED = threading.Event()
+
+
+def blocks() -> str:
+    """A sync tool that holds its thread for a while."""
+    _ENTERED.set()
+    time.sleep(0.5)
+    return "done"
+
+
+async def waits() -> str:
+    """An async tool that sleeps."""
+    _ENTERED.set()
+    await asyncio.sleep(30)
+    return "done"
+
+
+PLACES = {
+    "loop": ("while True:\n    pass", False),
+    "C call": ("sum(range(10**15))", False),
+    "sleep": ("import time\ntime.sleep(60)", False),
+    "blocking tool": ("blocks()", True),
+    "gathered calls": ("import asyncio\nawait asyncio.gather(waits(), waits(), waits())", True),
+}
+
+
+def cancel_to_next_ms(runtime: str, samples: int = 20) -> dict[str, list[float]]:
+    """Per place: ms from `cancel()` to the next cell's result, in a session with state."""
+    out: dict[str, list[float]] = {}
+    with Session([blocks, waits], runtime=runtime, limits=Limits(timeout_s=120)) as s:
+        s.run("rows = [{'id': i, 'name': f'n{i}'} for i in range(1000)]")
+        for place, (code, tool) in PLACES.items():
+            times = out[place] = []
+            for _ in range(samples):
+                _ENTERED.clear()
+                runner = threading.Thread(target=s.run, args=(code,))
+                runner.start()
+                if tool:
+                    _ENTERED.wait(30)
+                while s._running is None:
+                    time.sleep(0.001)
+                time.sleep(0.02)
+                start = time.perf_counter()
+                s.cancel()
+                runner.join()
+                r = s.run("len(rows)")
+                times.append((time.perf_counter() - start) * 1e3)
+                assert r.value == "1000", r.error
+    return out
+
+
+def _per_cell_ms(session: Session, code: str, n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        session.run(code)
+    session.run("0")  # the last cell's commit is done once this one has run
+    return (time.perf_counter() - start) * 1e3 / (n + 1)
+
+
+def added_per_cell_ms(runtime: str, state: str, cell: str, n: int, rounds: int = 5
+                      ) -> tuple[float, float]:
+    """(ms per cell without keeping, ms added by keeping): the median over rounds of each
+    round's own difference, the two sessions taking turns."""
+    base, added = [], []
+    with Session([], runtime=runtime, limits=Limits(rollback_bytes=0)) as off, \
+            Session([], runtime=runtime) as on:
+        for s in (off, on):
+            r = s.run(state)
+            assert r.ok, r.error
+            _per_cell_ms(s, cell, 3)
+        for _ in range(rounds):
+            without = _per_cell_ms(off, cell, n)
+            with_ = _per_cell_ms(on, cell, n)
+            base.append(without)
+            added.append(with_ - without)
+    return statistics.median(base), statistics.median(added)
+
+
+def commit_ms(cell: str, state: str, n: int = 20) -> float:
+    """Data: the commit alone after `cell` (median ms), timed on the guest's thread."""
+    with Session([], runtime="data") as s:
+        s.run(state)
+        worker = s._state.worker
+        times = []
+        for _ in range(n):
+            s.run(cell)
+
+            def timed(instance):
+                start = time.perf_counter()
+                instance.commit()
+                return time.perf_counter() - start
+
+            times.append(worker.between_turns(timed) * 1e3)
+        return statistics.median(times)
+
+
+def back_after_stop_ms(runtime: str, state: str, samples: int = 7) -> float:
+    """ms from stopping a sleeping cell to its result, the session back (median)."""
+    times = []
+    with Session([], runtime=runtime, limits=Limits(timeout_s=120)) as s:
+        assert s.run(state).ok
+        for _ in range(samples):
+            result = []
+            runner = threading.Thread(target=lambda: result.append(
+                s.run("import time\ntime.sleep(60)")))
+            runner.start()
+            while s._running is None:
+                time.sleep(0.001)
+            time.sleep(0.05)
+            start = time.perf_counter()
+            s.cancel()
+            runner.join()
+            times.append((time.perf_counter() - start) * 1e3)
+            assert result[0].rolled_back, result[0].error
+        assert s.run("len(big)").ok
+    return statistics.median(times)
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+_SMALL = "a = 1\nb = [a] * 10"
+_FEW = "a += 1\nb = [a] * 10\nc = {'a': a}"
+_FRAME = ("import pandas as pd, numpy as np\n"
+          "df = pd.DataFrame({'x': np.arange(100_000), 'y': np.arange(100_000) * 0.5, "
+          "'k': np.arange(100_000) % 7})")
+
+
+def _rows_state(count: int) -> str:
+    """A session holding `count` rows of tool results (about 50 bytes each, pickled)."""
+    return f"rows = [{{'id': i, 'name': f'n{{i}}', 'v': i * 1.5}} for i in range({count})]"
+
+
+def rows() -> list[Row]:
+    out: list[Row] = []
+    runtime_named("data").warm_up()
+    for runtime in ("default", "data"):
+        found = cancel_to_next_ms(runtime)
+        every = [t for times in found.values() for t in times]
+        worst = max(found, key=lambda p: _p99(found[p]))
+        p99 = _p99(every)
+        out.append(Row(f"{runtime}: cancel -> next cell's result, p99 (loop, C call, sleep, "
+                       "blocking tool, gathered calls)",
+                       f"{p99:.1f} ms (slowest place: {worst}, p99 {_p99(found[worst]):.1f} ms; "
+                       f"median {statistics.median(every):.1f} ms; {load()})", "<= 50 ms",
+                       "ok" if p99 <= 50 else "over"))
+    base, added = added_per_cell_ms("data", _SMALL, _FEW, 50)
+    alone = commit_ms(_FEW, _SMALL)
+    out.append(Row("data: rollback point per ordinary cell (a few variables), against none",
+                   f"+{added:.3f} ms per cell on {base:.2f} ms (the commit alone {alone:.3f} ms)",
+                   "<= 0.3 ms", "ok" if max(added, alone) <= 0.3 else "over"))
+    base, added = added_per_cell_ms("data", "import pandas as pd", _FRAME, 5)
+    alone = commit_ms(_FRAME, "import pandas as pd", 7)
+    out.append(Row("data: rollback point after a cell building a 100k-row DataFrame",
+                   f"+{added:.2f} ms per cell on {base:.1f} ms (the commit alone {alone:.2f} ms)",
+                   "report", "info"))
+    back = back_after_stop_ms("data", "import numpy as np\n"
+                              "big = np.random.default_rng(1).bytes(100 << 20)")
+    small = back_after_stop_ms("data", "big = b'x'")
+    out.append(Row("data: stop -> session back, holding 100 MB (a small session)",
+                   f"{back:.1f} ms ({small:.1f} ms)", "<= 20 ms",
+                   "ok" if back <= 20 else "over"))
+    warm = None
+    for label, count in (("10 KB", 200), ("1 MB", 20_000), ("50 MB", 1_000_000)):
+        n = 50 if count < 100_000 else 5
+        base, added = added_per_cell_ms("default", _rows_state(count), "x = 1", n)
+        if warm is None:
+            warm = base
+        share = added / warm * 100
+        verdict = ("ok" if share <= 15 else "over") if label == "10 KB" else "info"
+        out.append(Row(f"default: pickled checkpoint per cell, session holding {label}",
+                       f"+{added:.3f} ms per cell ({share:.0f}% of a warm cell, "
+                       f"{warm:.3f} ms)", "<= 15% at 10 KB" if label == "10 KB" else "report",
+                       verdict))
+    return out
+
+
+if __name__ == "__main__":
+    print(table(rows()))
