@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
 from ._wasmtime.tiers import ENV_COMPILER
@@ -106,7 +107,7 @@ def close_default_runtime() -> None:
         runtime.close()
 
 
-def __getattr__(name: str):  # lazy: importing tooliscode must not load wasmtime's engine
+def __getattr__(name: str) -> Any:  # lazy: importing tooliscode must not load wasmtime's engine
     if name == "WasmtimeRuntime":
         from .default import WasmtimeRuntime
 

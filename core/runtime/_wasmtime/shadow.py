@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import wasmtime
 
@@ -49,7 +49,7 @@ def passthrough_module(engine: wasmtime.Engine, guest: wasmtime.Module,
         body = " ".join(f"local.get {i}" for i in range(len(ty.params)))
         funcs.append(f'  (func (export "{name}") {sig} {body} call ${name})')
     lines = ["(module", *imports, *funcs, ")"]
-    return wasmtime.Module(engine, wasmtime.wat2wasm("\n".join(lines)))
+    return wasmtime.Module(engine, bytes(wasmtime.wat2wasm("\n".join(lines))))
 
 
 class Passthrough:
@@ -70,7 +70,8 @@ class Passthrough:
         linker.define_wasi()
         linker.define(store, "env", "memory", memory)
         exports = linker.instantiate(store, module).exports(store)
-        self._funcs = {name: exports[name] for name in names}  # keeps the handles alive
+        self._funcs = {name: cast(wasmtime.Func, exports[name])  # keeps the handles alive
+                       for name in names}
         self._addr = {name: ctypes.addressof(f._func) for name, f in self._funcs.items()}
         self._parts = None
 

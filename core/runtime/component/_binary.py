@@ -10,6 +10,7 @@ as they are. Anything this reader does not know raises, rather than being copied
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["CoreFuncType", "Section", "Instantiate", "InlineExports", "Alias", "Canon", "Shift",
@@ -98,7 +99,7 @@ def encode(secs: list[Section]) -> bytes:
     return bytes(out)
 
 
-def _core_sections(module: bytes):
+def _core_sections(module: bytes) -> Iterator[tuple[int, int, int]]:
     i = 8
     while i < len(module):
         size, j = read_uleb(module, i + 1)

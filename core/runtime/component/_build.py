@@ -81,7 +81,7 @@ def _found(folder: Path) -> Built | None:
 
 
 def find_or_build(guest_modules: list[tuple[str, str]], warmup: dict[str, Any],
-                  wat2wasm: Callable[[str], bytes],
+                  wat2wasm: Callable[[str], bytes | bytearray],
                   announce: Callable[[str], None] = log.warning) -> Built:
     """The built component for these guest sources and warm-up script: cached, packaged,
     or built now (one process at a time builds an entry; the others wait and use it)."""
@@ -122,7 +122,7 @@ def _check_componentize_py() -> None:
 
 
 def _build(folder: Path, guest_modules: list[tuple[str, str]], warmup: dict[str, Any],
-           wat2wasm: Callable[[str], bytes]) -> None:
+           wat2wasm: Callable[[str], bytes | bytearray]) -> None:
     parent = folder.parent
     work = Path(tempfile.mkdtemp(prefix=f".build-{folder.name}-", dir=parent))
     try:

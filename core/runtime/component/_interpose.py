@@ -254,7 +254,8 @@ class _Site:
 
 
 def _libc_site(secs: list[Section], libc: int) -> _Site:
-    counts, exported = Counts(), {}
+    counts = Counts()
+    exported: dict[int, dict[str, tuple[int, int]]] = {}
     for at, sec in enumerate(secs):
         if sec.id != SECTION_CORE_INSTANCE:
             counts.take(sec)
@@ -269,7 +270,7 @@ def _libc_site(secs: list[Section], libc: int) -> _Site:
     raise ValueError("the component never instantiates its libc")
 
 
-def interpose(component: bytes, wat2wasm: Callable[[str], bytes]) -> bytes:
+def interpose(component: bytes, wat2wasm: Callable[[str], bytes | bytearray]) -> bytes:
     """`component` with the wrappers between its libc and the WASI functions they wrap."""
     secs = sections(component)
     modules = [s.body for s in secs if s.id == SECTION_CORE_MODULE]
@@ -303,7 +304,7 @@ def interpose(component: bytes, wat2wasm: Callable[[str], bytes]) -> bytes:
     lowered = [Canon(0x01, _func_import_index(secs, GUARD_IMPORT)),
                Canon(0x01, _func_import_index(secs, CONSOLE_IMPORT), [(0x03, memory)])]
     inserted = [
-        Section(SECTION_CORE_MODULE, wat2wasm(_module_text(funcs, libc_imports[(_CLOCK, "now")]))),
+        Section(SECTION_CORE_MODULE, bytes(wat2wasm(_module_text(funcs, libc_imports[(_CLOCK, "now")])))),
         Section(SECTION_CANON, encode_canons(lowered)),
         Section(SECTION_CORE_INSTANCE, encode_core_instances([
             InlineExports(reals), Instantiate(counts.core_module, [("real", inst0)])])),

@@ -86,7 +86,7 @@ def save(image: MemoryImage, address: int, size: int, also: bytes | None = None
     delta = pages.take(address, size, opened.base, opened.empty, SPAN_LIMIT, also)
     parts: dict[str, Any] = {"runs": delta.runs, "spans": delta.spans}
     stored: dict[str, Any] = {}
-    if sum(map(len, delta.new)) <= COMPRESS_NEW:
+    if pages.size_of(delta.new) <= COMPRESS_NEW:
         parts["new"] = delta.new
     else:
         stored["new"] = delta.new

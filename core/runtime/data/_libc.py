@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from typing import Any
 
 __all__ = ["MADV_POPULATE_WRITE", "MAP_ANONYMOUS", "MAP_FIXED", "MAP_PRIVATE",
            "PROT_READ_WRITE", "SUPPORTED", "madvise", "mmap"]
@@ -13,6 +14,8 @@ SUPPORTED = sys.platform.startswith("linux")
 MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, PROT_READ_WRITE = 0x02, 0x10, 0x20, 0x3
 MADV_POPULATE_WRITE = 23
 
+mmap: Any
+madvise: Any
 if SUPPORTED:
     _libc = ctypes.CDLL(None, use_errno=True)
     mmap = _libc.mmap

@@ -44,7 +44,7 @@ class Delta:
     """The memory's length in bytes."""
     runs: bytes
     """(first byte, length, SPAN or AS_IS), little-endian u64, u64, u32, in order."""
-    spans: bytes | memoryview | list[bytes]
+    spans: bytes | memoryview | list[memoryview]
     """The SPAN runs' bytes (in pieces, as `take` makes them)."""
     new: bytes | memoryview | list[memoryview]
     """The AS_IS runs' bytes (from `take`: views into the memory, valid until the guest runs
@@ -166,7 +166,8 @@ def apply(delta: Delta, address: int, size: int) -> None:
     if len(delta.runs) % _RUN.size or delta.size > size or delta.size % PAGE:
         raise ValueError("the memory delta is damaged")
     memory = _view(address, size)
-    sources = (memoryview(delta.spans).cast("B"), memoryview(delta.new).cast("B"))
+    sources = (memoryview(_whole_bytes(delta.spans)).cast("B"),
+               memoryview(_whole_bytes(delta.new)).cast("B"))
     try:
         at = [0, 0]
         for start, length, kind in _RUN.iter_unpack(delta.runs):
@@ -184,6 +185,15 @@ def apply(delta: Delta, address: int, size: int) -> None:
             raise ValueError("the memory delta is damaged")
     finally:
         memory.release()
+
+
+def _whole_bytes(data: bytes | memoryview | list[memoryview]) -> bytes | memoryview:
+    return b"".join(data) if isinstance(data, list) else data
+
+
+def size_of(data: bytes | memoryview | list[memoryview]) -> int:
+    """Bytes in `data`, whole or in pieces."""
+    return sum(len(p) for p in data) if isinstance(data, list) else len(data)
 
 
 def zero(address: int, size: int) -> None:

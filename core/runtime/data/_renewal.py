@@ -43,8 +43,8 @@ def capture(address: int, size: int, kept_fds: frozenset[int]) -> Baseline | Non
     written = pagemap.written(address, size)
     if written is None:
         return None
-    memory = (ctypes.c_char * size).from_address(address)
-    blob = b"".join(memory[first * PAGE:end * PAGE] for first, end in pagemap.runs(written))
+    blob = b"".join(ctypes.string_at(address + first * PAGE, (end - first) * PAGE)
+                    for first, end in pagemap.runs(written))
     return Baseline(size, written, blob, kept_fds)
 
 

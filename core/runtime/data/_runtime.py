@@ -307,7 +307,7 @@ class DataRuntime(WasmtimeRuntimeBase):
         self.wasm = self.files.snapshot
 
         def imported(module: wasmtime.Module) -> set[str]:
-            return {i.name for i in module.imports if i.module == WASI}
+            return {i.name for i in module.imports if i.module == WASI and i.name}
 
         self._compile(_FLAGS, _configure, tick_s,
                       {"cranelift": "about 90 s of CPU time (a minute on two free cores) and "
