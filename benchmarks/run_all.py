@@ -33,6 +33,8 @@ GROUPS = [
     ("Agent Framework and smolagents", "bench_frameworks"),
     ("Approval inside code", "bench_approval"),
     ("Data runtime", "bench_data"),
+    ("Default runtime: CPython 3.14 as a pre-initialized component", "bench_default"),
+    ("A stopped cell costs only itself", "bench_rollback"),
 ]
 
 
