@@ -3,14 +3,30 @@
 Where the runtime can keep the interpreter itself (`Instance.commit`: the data runtime), the
 point is a `CommitPoint` and comes back exactly. Elsewhere the guest pickles its variables
 after each cell, as a durable snapshot does (`Checkpoint`), and what does not pickle is named
-when the session comes back.
+when the session comes back. `Points` keeps a worker's point up to date; it runs on the
+guest's thread, between commands, and costs the cell's caller nothing: the cell's result is
+given first.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Checkpoint"]
+from ..runtime import CommitPoint, Instance
+from ._limits import Limits
+
+__all__ = ["Checkpoint", "Points"]
+
+log = logging.getLogger("tooliscode")
+
+_KEEPS = frozenset({"cell", "rebind"})
+"""Commands whose state is kept (a "restore" keeps what it loaded: `Points.keep`)."""
+_CHECKPOINT = "checkpoint"
+"""The command that has the guest pickle its variables and hand them over (as raw bytes)."""
 
 
 @dataclass(frozen=True)
@@ -20,3 +36,99 @@ class Checkpoint:
     data: bytes
     dropped: dict[str, str] = field(default_factory=dict)
     """Names that could not be pickled, with the reason."""
+
+
+class Points:
+    """One worker's point: set on its guest's thread, read by the session once the worker is
+    given up (`settled`)."""
+
+    def __init__(self, instance: Instance, limits: Callable[[], Limits]):
+        self._instance, self._limits = instance, limits
+        self.point: CommitPoint | Checkpoint | None = None
+        self.note: str | None = None
+        """Why there is no point, when one was asked for and none could be kept."""
+        self.due = False
+        """A commit is to be made once the turn has ended."""
+        self._settled = threading.Event()
+        """Clear while a commit is under way."""
+        self._settled.set()
+
+    def after(self, op: Any, blob: bytes | None, result: Any) -> dict[str, Any] | None:
+        """After a command `op` ended with `result`: keep the state it left when it is one
+        to keep. Where the guest can commit its interpreter, that happens between turns
+        (`due`, then `commit`); else the guest pickles its variables next, in the same
+        turn: the command returned does that (its `blob` and result come back here)."""
+        if op == _CHECKPOINT:
+            self._checkpointed(blob, result)
+            return None
+        if op not in _KEEPS:
+            if op in ("setup", "reset"):  # a new interpreter: nothing to come back to
+                self._set(None, None)
+            return None
+        if self._limits().rollback_bytes == 0:
+            self._set(None, "Limits.rollback_bytes is 0: no state is kept")
+            return None
+        if self._instance.commits:
+            self.due = True
+            return None
+        return {"op": _CHECKPOINT}  # a new one each time: a message is the guest's to read
+
+    def commit(self) -> None:
+        """Between turns: the interpreter as the point."""
+        self.due = False
+        self._settled.clear()
+        try:
+            try:
+                point = self._instance.commit()
+            except Exception as exc:  # noqa: BLE001 - the session goes on without a point
+                log.warning("tooliscode: keeping a rollback point failed: %s", exc)
+                point = None
+            limit = self._limits().rollback_bytes
+            if point is not None and limit is not None and point.size_bytes > limit:
+                self._instance.drop_commits()  # it would only grow: no more commits
+                self._set(None, _too_big(point.size_bytes, limit))
+            else:
+                self._set(point, None if point is not None else
+                          "this guest could not keep a copy of its memory")
+        finally:
+            self._settled.set()
+
+    def _checkpointed(self, blob: bytes | None, result: Any) -> None:
+        reply = result if isinstance(result, dict) else {}
+        limit = self._limits().rollback_bytes
+        if reply.get("ok") and reply.get("empty"):
+            self._set(None, None)
+        elif not reply.get("ok") or blob is None:
+            self._set(None, "its variables could not be saved "
+                      f"({str(reply.get('error') or 'no data')[:200]})")
+        elif limit is not None and len(blob) > limit:
+            self._set(None, _too_big(len(blob), limit))
+        else:
+            dropped = reply.get("dropped")
+            self._set(Checkpoint(blob, {str(k): str(v) for k, v in dropped.items()}
+                                 if isinstance(dropped, dict) else {}), None)
+
+    def keep(self, point: Checkpoint) -> None:
+        """Between commands: `point`, the state just loaded, is the point."""
+        if self._limits().rollback_bytes != 0:
+            self._set(point, None)
+
+    def forget(self) -> None:
+        """On the guest's thread: the session starts over (a renewal); no point is kept."""
+        self._set(None, None)
+
+    def settled(self, timeout: float) -> CommitPoint | Checkpoint | None:
+        """The point, once no commit into it is under way (a given-up guest's thread may still
+        be finishing one)."""
+        self._settled.wait(timeout)
+        return self.point
+
+    def _set(self, point: CommitPoint | Checkpoint | None, note: str | None) -> None:
+        # A commit point is not closed here: the instance commits into it still, and a new
+        # guest may have taken it; it is freed with the last of them.
+        self.point, self.note = point, note
+
+
+def _too_big(size: int, limit: int) -> str:
+    return (f"its state ({size / 2**20:.1f} MiB) is more than Limits.rollback_bytes "
+            f"({limit / 2**20:.1f} MiB)")

@@ -59,7 +59,7 @@ class Renewal:
             def renew(instance: Any) -> bool:
                 if not instance.renew(folder):
                     return False
-                worker.forget_point()  # the last run's state is nothing to come back to
+                worker.points.forget()  # the last run's state is nothing to come back to
                 configure()  # its limits as given (a memory error raised them once)
                 return True
 

@@ -67,7 +67,7 @@ class Rollback(SessionState):
     def of(cls, worker: Worker | None, names: tuple[str, ...]) -> Rollback | None:
         """The point `worker` (given up) kept, if it has a usable one. `names`: the names
         the session held after the cell that kept it."""
-        point = worker.settled_point(_COMMIT_WAIT_S) if worker is not None else None
+        point = worker.points.settled(_COMMIT_WAIT_S) if worker is not None else None
         meta: dict[str, Any] = {"names": list(names)}
         if isinstance(point, CommitPoint) and point.ready:
             return cls({}, meta, point.plan(), announce=False)
@@ -81,9 +81,3 @@ class Rollback(SessionState):
 
     def notice(self, missing: dict[str, str]) -> str | None:
         return None  # the session says it, with what stopped the cell (`CameBack.text`)
-
-
-def nothing_back(worker: Worker | None, names: tuple[str, ...]) -> CameBack:
-    """No point to come back to: what is gone, and why."""
-    why = worker.point_note if worker is not None else None
-    return CameBack(None, lost=names, why=why)

@@ -370,7 +370,7 @@ class Session(CellRunner, Closing):
         names = self._lost if self._lost is not None else self._names
         self._names, self._lost, self._state.worker = (), None, None
         comeback = Rollback.of(dead, names) if dead is not None else None
-        why = dead.point_note if dead is not None else None
+        why = dead.points.note if dead is not None else None
         if comeback is not None:
             self._state_first = comeback if comeback.memory is not None else None
             try:

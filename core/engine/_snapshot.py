@@ -146,7 +146,7 @@ class SessionState:
             raise SnapshotError(f"the guest could not load the saved state: {error}")
         missing = {**_mapping(self.meta.get("dropped")), **_mapping(reply.get("failed"))}
         # What was loaded is the point a stopped cell comes back to: no need to pickle it again.
-        worker.keep_point(Checkpoint(self.parts.get("state", b""),
+        worker.points.keep(Checkpoint(self.parts.get("state", b""),
                                      _mapping(self.meta.get("dropped"))))
         names = reply.get("names")
         return missing, tuple(n for n in names if isinstance(n, str)) \

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..runtime import CommitPoint, GuestSpec, GuestTrap, Runtime
+from ..runtime import GuestSpec, GuestTrap, Runtime
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
-from ._points import Checkpoint
+from ._points import Points
 
 __all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all", "settle"]
 
@@ -63,16 +63,6 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
 
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
-
-
-_KEEPS = frozenset({"cell", "rebind"})
-"""Commands whose state is kept as the session's rollback point (a "restore" keeps what it
-loaded: `keep_point`)."""
-
-
-def _too_big(size: int, limit: int) -> str:
-    return (f"its state ({size / 2**20:.1f} MiB) is more than Limits.rollback_bytes "
-            f"({limit / 2**20:.1f} MiB)")
 
 
 def settle(future: cf.Future, result: Any = None, error: BaseException | None = None) -> None:
@@ -172,20 +162,13 @@ class Worker:
         self.booted: threading.Event = _Booted(self)
         """Set once the guest first waits for a command (or has died trying)."""
         self._then: list[Callable[[], None]] = []
-        self.point: CommitPoint | Checkpoint | None = None
-        """What the last command that kept its state left, where a stopped cell's session
-        comes back to (set on the guest's thread between commands; see `_rollback.py`)."""
-        self.point_note: str | None = None
-        """Why there is no point, when one was asked for and none could be kept."""
-        self._commit_due = False
-        self._committed = threading.Event()
-        """Clear while a commit is under way."""
-        self._committed.set()
         boot = BAKED_BOOT if self._baked else runtime.transport_source + BOOT_SOURCE
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes, boot_source=boot,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
                          boot_reply=boot_reply(self._code, True) if self._turns else None)
         self.instance = runtime.instantiate(spec)
+        self.points = Points(self.instance, lambda: self.limits)
+        """The state a stopped cell's session comes back to (see `_points.py`)."""
         self.instance.handler = self._handle
         self.instance.output = self._output
         self.instance.on_change = self._changing
@@ -373,8 +356,8 @@ class Worker:
                 self.instance.turn(SERVE)
             finally:
                 self._deliver()
-                if self._commit_due:
-                    self._commit()
+                if self.points.due:
+                    self.points.commit()
 
     def _deliver(self) -> None:
         """Give the finished command its result. A turn-based guest's is given once its turn
@@ -386,7 +369,7 @@ class Worker:
 
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
-        if self._commit_due:  # the commit comes first, between turns
+        if self.points.due:  # the commit comes first, between turns
             return None
         if not self._turns:
             return self._commands.get()
@@ -403,84 +386,6 @@ class Worker:
             self._held = command
             return None
         return command
-
-    # -- rollback points (see `_rollback.py`) ---------------------------------------------
-
-    def _kept(self, command: Command, result: Any) -> Command | None:
-        """After `command`: keep the state it left when it asks for that. Where the guest
-        can commit its interpreter, that happens between turns (`_commit`); else the guest
-        pickles its variables next, in the same turn: the command that returns does that."""
-        op = command.message.get("op")
-        if op == "checkpoint":
-            self._checkpointed(command, result)
-            return None
-        if op not in _KEEPS:
-            if op in ("setup", "reset"):  # a new interpreter: nothing to come back to
-                self._set_point(None, None)
-            return None
-        if self.limits.rollback_bytes == 0:
-            self._set_point(None, "Limits.rollback_bytes is 0: no state is kept")
-            return None
-        if self.instance.commits:
-            self._commit_due = True
-            return None
-        return Command({"op": "checkpoint"})
-
-    def _commit(self) -> None:
-        """Between turns: the interpreter as the session's rollback point."""
-        self._commit_due = False
-        self._committed.clear()
-        try:
-            try:
-                point = self.instance.commit()
-            except Exception as exc:  # noqa: BLE001 - the session goes on without a point
-                log.warning("tooliscode: keeping a rollback point failed: %s", exc)
-                point = None
-            limit = self.limits.rollback_bytes
-            if point is not None and limit is not None and point.size_bytes > limit:
-                self.instance.drop_commits()  # it would only grow: no more commits
-                self._set_point(None, _too_big(point.size_bytes, limit))
-            else:
-                self._set_point(point, None if point is not None else
-                                "this guest could not keep a copy of its memory")
-        finally:
-            self._committed.set()
-
-    def _checkpointed(self, command: Command, result: Any) -> None:
-        reply = result if isinstance(result, dict) else {}
-        limit = self.limits.rollback_bytes
-        if reply.get("ok") and reply.get("empty"):
-            self._set_point(None, None)
-        elif not reply.get("ok") or command.blob is None:
-            self._set_point(None, "its variables could not be saved "
-                            f"({str(reply.get('error') or 'no data')[:200]})")
-        elif limit is not None and len(command.blob) > limit:
-            self._set_point(None, _too_big(len(command.blob), limit))
-        else:
-            dropped = reply.get("dropped")
-            self._set_point(Checkpoint(command.blob, {
-                str(k): str(v) for k, v in dropped.items()} if isinstance(dropped, dict)
-                else {}), None)
-
-    def keep_point(self, point: Checkpoint) -> None:
-        """Between commands: `point`, the state just loaded, is the session's rollback point."""
-        if self.limits.rollback_bytes != 0:
-            self.point, self.point_note = point, None
-
-    def forget_point(self) -> None:
-        """On the guest's thread: the session starts over (a renewal); no point is kept."""
-        self._set_point(None, None)
-
-    def settled_point(self, timeout: float) -> CommitPoint | Checkpoint | None:
-        """The point, once no commit into it is under way (a given-up guest's thread may still
-        be finishing one)."""
-        self._committed.wait(timeout)
-        return self.point
-
-    def _set_point(self, point: CommitPoint | Checkpoint | None, note: str | None) -> None:
-        # A commit point is not closed here: the instance commits into it still, and a new
-        # guest may have taken it; it is freed with the last of them.
-        self.point, self.point_note = point, note
 
     def _changing(self) -> None:
         current = self._current
@@ -546,12 +451,12 @@ class Worker:
             self.instance.stop("stack")
             return {"op": "exit"}
         if current is not None:
-            follow = self._kept(current, result)
+            follow = self.points.after(current.message.get("op"), current.blob, result)
             if follow is not None:  # its checkpoint, in this turn, once its result is given
                 self._deliver()
-                self._current = follow
+                self._current = Command(follow)
                 self.instance.arm(self.limits.timeout_s)
-                return follow.message
+                return self._current.message
         command = self._take()
         if command is None:
             return {"op": "yield"}
