@@ -110,9 +110,13 @@ class Command(Generic[ContextT]):
     raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
     notices: list[str] = field(default_factory=list)
     """What the runtime refused while the command ran (a full folder)."""
+    on_raw: Callable[[str, bytes], None] | None = None
+    """Also given what the guest writes straight to its descriptors (a streamed cell's)."""
     _raw_size: int = 0
 
     def add_raw(self, stream: str, data: bytes) -> None:
+        if self.on_raw is not None:
+            self.on_raw(stream, data)
         if self._raw_size < _RAW_OUTPUT_LIMIT:
             chunk = data[: _RAW_OUTPUT_LIMIT - self._raw_size]
             self.raw.setdefault(stream, []).append(chunk)

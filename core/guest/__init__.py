@@ -21,7 +21,8 @@ __all__ = ["GUEST_MODULES", "MAX_FIGURES", "clip", "guest_sources", "message_cha
            "problem", "resolve", "to_json_value"]
 
 GUEST_PACKAGE = "tooliscode_guest"
-GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
+GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "stream",
+                 "invalid", "validate", "plain",
                  "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
                  "rehearsal", "cells", "persist", "main")
 """In load order: each may import only the ones before it."""

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 exchange: Callable[[bytes], Any] | None = None
 """Set at boot to the runtime's transport function."""
+before_request: Callable[[], None] | None = None
+"""Called before each request while a cell streams its output: what it printed goes first
+(see `stream.py`)."""
 
 
 class ChannelError(RuntimeError):
@@ -67,6 +70,8 @@ def request_encoded(frame: bytes) -> Any:
     """`request` for a message encoded in advance (when memory may be too short to encode)."""
     if exchange is None:
         raise ChannelError("the tooliscode channel is not connected")
+    if before_request is not None:
+        before_request()
     try:
         raw = exchange(frame)
     except OSError as exc:
