@@ -175,23 +175,17 @@ class Streamer:
             self._transmit(runs)
 
     def _transmit(self, runs: list[list[str]]) -> None:
-        batch: list[list[str]] = []
-        size = 0
         before, channel.before_request = channel.before_request, None  # no flush in a flush
         try:
             for stream, text in runs:
                 at = 0
                 while at < len(text) and self.left > 0:
-                    piece = text[at:at + int(min(_CHUNK - size, self.left))]
+                    piece = text[at:at + int(min(_CHUNK, self.left))]
                     at += len(piece)
-                    batch.append([stream, piece])
-                    size += len(piece)
                     self.left -= len(piece)
-                    if size >= _CHUNK:
-                        self._request(batch)
-                        batch, size = [], 0
-            if batch:
-                self._request(batch)
+                    reply = channel.send_output(stream, piece)
+                    if not isinstance(reply, dict) or not reply.get("ok") or reply.get("stop"):
+                        raise _Stop
             if self.left <= 0:
                 raise _Stop
         except Exception:  # noqa: BLE001 - _Stop, or a failed request: the cell goes on
@@ -199,11 +193,6 @@ class Streamer:
         finally:
             if _active is self:
                 channel.before_request = before
-
-    def _request(self, batch: list[list[str]]) -> None:
-        reply = channel.request({"op": "out", "parts": batch})
-        if not isinstance(reply, dict) or not reply.get("ok") or reply.get("stop"):
-            raise _Stop
 
     # -- when to be told -----------------------------------------------------------------
 
