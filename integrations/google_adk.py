@@ -139,7 +139,7 @@ class _Hooks(Hooks[BaseTool, _Cell]):
             return None
         call = cell.ctx.function_call_id
         branch = f"{cell.tool}@{call}" if call else cell.tool
-        author = invocation.agent.name
+        author = invocation.agent.name if invocation.agent is not None else cell.tool
 
         def send(chunk: OutputChunk) -> Awaitable[None]:
             return enqueue(Event(

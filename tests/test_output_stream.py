@@ -16,6 +16,20 @@ from tooliscode.engine import _output
 
 DONE = "got.txt"
 """The callback writes this into the session folder once the line it waits for came."""
+UNTIL_DONE = f"while not os.path.exists({DONE!r}):\n    n += 1\n"
+"""Cell code that computes (in Python, printing nothing) until the callback says so."""
+
+
+def signalling(session, marker):
+    """An `on_output` that writes `DONE` into `session`'s folder once `marker` has come."""
+    seen: list[str] = []
+
+    def on_output(stream, text):
+        seen.append(text)
+        if marker in "".join(seen):
+            (session.workdir / DONE).write_text("yes")
+
+    return on_output
 
 
 def joined(chunks, stream=None):
@@ -135,37 +149,15 @@ def test_a_line_gets_out_while_the_cell_computes(session):
     """A line printed right after others (so it waits to go with the next batch) reaches the
     host while the cell computes in Python, without printing again: the cell waits for the
     callback to have it."""
-    done = session.workdir / DONE
-
-    def on_output(stream, text):
-        if "last\n" in text:
-            done.write_text("yes")
-
-    code = ("import os\n"
-            "for i in range(100):\n"
-            "    print(i)\n"
-            "print('last')\n"
-            f"while not os.path.exists({DONE!r}):\n"
-            "    pass\n")
-    r = session.run(code, on_output=on_output)
+    code = "import os\nn = 0\nfor i in range(100):\n    print(i)\nprint('last')\n" + UNTIL_DONE
+    r = session.run(code, on_output=signalling(session, "last\n"))
     assert r.ok, r.error
 
 
 def test_a_partial_line_gets_out_while_the_cell_computes(session):
-    done = session.workdir / DONE
-
-    def on_output(stream, text):
-        if "waiting..." in text:
-            done.write_text("yes")
-
-    code = ("import os\n"
-            "for i in range(100):\n"
-            "    print(i)\n"
-            "print('waiting...', end='')\n"
-            f"n = 0\nwhile not os.path.exists({DONE!r}):\n"
-            "    n += 1\n"
-            "print(' done')")
-    r = session.run(code, on_output=on_output)
+    code = ("import os\nn = 0\nfor i in range(100):\n    print(i)\n"
+            "print('waiting...', end='')\n" + UNTIL_DONE + "print(' done')")
+    r = session.run(code, on_output=signalling(session, "waiting..."))
     assert r.ok, r.error
     assert r.stdout.endswith("waiting... done\n")
 
@@ -173,12 +165,6 @@ def test_a_partial_line_gets_out_while_the_cell_computes(session):
 def test_a_loop_that_stops_printing_but_goes_on_still_sends(session):
     """The loop printed fast (its own events are then switched off): when it goes on without
     printing, its other branch takes over."""
-    done = session.workdir / DONE
-
-    def on_output(stream, text):
-        if "line 199\n" in text:
-            done.write_text("yes")
-
     code = ("import os\n"
             "i = 0\n"
             "while True:\n"
@@ -187,7 +173,7 @@ def test_a_loop_that_stops_printing_but_goes_on_still_sends(session):
             f"    elif os.path.exists({DONE!r}):\n"
             "        break\n"
             "    i += 1\n")
-    assert session.run(code, on_output=on_output).ok
+    assert session.run(code, on_output=signalling(session, "line 199\n")).ok
 
 
 def test_output_goes_before_a_tool_call_and_before_a_sleep(tools):
