@@ -87,6 +87,9 @@ class Streamer:
         leaves it there (print's `end=""`) means the line stays partial for now."""
         self.armed = False
         self.stopped = False
+        self.sending = False
+        """A send is under way: the monitor may fire in its own loops, and must not start
+        another (it would send later text before the rest of this one)."""
         for capture in self.captures:
             capture.streamer = self
             capture.watch(capture.total)
@@ -131,6 +134,8 @@ class Streamer:
 
     def check(self, now: float) -> None:
         """Send what is due, and say when to be told next."""
+        if self.sending:
+            return
         tokens = self.tokens + (now - self.refilled) / INTERVAL
         self.tokens, self.refilled = (tokens if tokens < _BURST else float(_BURST)), now
         active = self.active
@@ -141,7 +146,7 @@ class Streamer:
 
     def flush(self) -> None:
         """Send everything that waits (before a host request, a sleep, the cell's end)."""
-        if self.active is not None or self.runs:
+        if (self.active is not None or self.runs) and not self.sending:
             self.send(_clock(), whole=True)
             self._watch()
 
@@ -176,6 +181,7 @@ class Streamer:
 
     def _transmit(self, runs: list[list[str]]) -> None:
         before, channel.before_request = channel.before_request, None  # no flush in a flush
+        self.sending = True
         try:
             for stream, text in runs:
                 at = 0
@@ -191,6 +197,7 @@ class Streamer:
         except Exception:  # noqa: BLE001 - _Stop, or a failed request: the cell goes on
             self.stop()
         finally:
+            self.sending = False
             if _active is self:
                 channel.before_request = before
 
