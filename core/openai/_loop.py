@@ -186,7 +186,7 @@ def run_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode, model:
     while (step := _advance(steps, outcome)) is not None:
         outcome = (_sync_turn(wire, client, step.request, stream, on_partial)
                    if isinstance(step, _Ask) else toolset.tool_call(step.item, key=key,
-                                                                   on_output=on_output))
+                                                                   **_watched(on_output)))
     return steps.done()
 
 
@@ -203,8 +203,14 @@ async def arun_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode,
     while (step := _advance(steps, outcome)) is not None:
         outcome = (await _async_turn(wire, client, step.request, stream, on_partial)
                    if isinstance(step, _Ask) else await toolset.atool_call(
-                       step.item, key=key, on_output=on_output))
+                       step.item, key=key, **_watched(on_output)))
     return steps.done()
+
+
+def _watched(on_output: OutputSink | None) -> dict[str, Any]:
+    """`on_output` for a code call, when given: a toolset that stands in for `ToolIsCode`
+    (the benchmarks' plain tool calling, say) need not take it otherwise."""
+    return {} if on_output is None else {"on_output": on_output}
 
 
 def _batch_key() -> str:
