@@ -115,10 +115,14 @@ class Session(CellRunner, Closing):
         Here it is called on the guest's thread, while the cell waits for it (so nothing
         piles up): keep it quick, and do not call this session from it. Chunks end at line
         ends; lines go one by one, or, while a cell prints faster, together at least every
-        10 ms; a partial line goes once it waited 10 ms. The one exception: output that
-        waits while a single long call into C code runs (a big sort, a regex, numpy) goes
-        when that call returns. A cell streams `Limits.stream_chars` characters at most,
-        then one notice. The result still has the bounded whole. A callback that raises is
+        10 ms; a partial line goes once it waited 10 ms (at once with `flush=True`), and
+        whatever waits goes before a tool call or a sleep. Two things wait longer, for the
+        next write, loop pass, branch or call: output that waits while one long call into C
+        code runs (a big sort, a regex, numpy), and a partial line written with
+        `sys.stdout.write` and neither ended nor flushed (as on a terminal); the guest has
+        one thread, and its memory cannot be read from the host. A cell streams
+        `Limits.stream_chars` characters at most, then one notice. The result still has the
+        bounded whole. A callback that raises is
         logged and not called again for that cell; the cell runs on. A cell that pauses
         (`result.paused`) streams until it pauses; what it prints once resumed is in the
         result of `resume`."""
