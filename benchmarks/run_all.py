@@ -1,7 +1,7 @@
 """Every benchmark in one command: latency (cells, tool calls, gather, session start), what a
-tool call costs against the bare crossing into the host, tools as
-code (generation, catalog, search), scale, tokens, and the peer comparison. Prints one table
-per group and writes benchmarks/RESULTS.md.
+tool call costs against the bare crossing into the host, output streamed as it is printed,
+tools as code (generation, catalog, search), scale, tokens, and the peer comparison. Prints
+one table per group and writes benchmarks/RESULTS.md.
 
 Run: make bench   (or python benchmarks/run_all.py [--no-peer] [--no-write])
 """
@@ -32,6 +32,7 @@ GROUPS = [
     ("More adapters: Google ADK, LlamaIndex, CrewAI", "bench_adapter_calls"),
     ("Agent Framework and smolagents", "bench_frameworks"),
     ("Approval inside code", "bench_approval"),
+    ("Output as it is printed", "bench_stream"),
     ("Data runtime", "bench_data"),
     ("Default runtime: CPython 3.14 as a pre-initialized component", "bench_default"),
     ("A stopped cell costs only itself", "bench_rollback"),

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from . import _moved
 from ._version import __version__
-from .engine import CellResult, FileInfo, Limits, Session, SessionState, ToolCallRecord
+from .engine import (
+    CellResult,
+    FileInfo,
+    Limits,
+    OnOutput,
+    Session,
+    SessionState,
+    ToolCallRecord,
+)
 from .errors import (
     RuntimeIntegrityError,
     RuntimeNotFound,
@@ -23,7 +31,8 @@ from .openai import TextMode, TextTurn, ToolIsCode, ToolOutput, extract_code
 from .tools import Tool, ToolRegistry, as_tool
 
 __all__ = [
-    "CellResult", "FileInfo", "Limits", "MCPServer", "RuntimeIntegrityError", "RuntimeNotFound",
+    "CellResult", "FileInfo", "Limits", "MCPServer", "OnOutput", "RuntimeIntegrityError",
+    "RuntimeNotFound",
     "Session", "SessionClosed", "SessionState", "SnapshotError", "TextMode", "TextTurn", "Tool",
     "ToolCallRecord", "ToolError",
     "ToolIsCode", "ToolIsCodeError", "ToolOutput", "ToolRegistry",

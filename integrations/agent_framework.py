@@ -252,8 +252,12 @@ class ExecuteCodeTool(FunctionTool, ToolsFacade):
         cell = _Cell(ctx=ctx, context=contextvars.copy_context(), tools=self._tools,
                      call_id=f"{self.name}-{id(ctx):x}")
         try:
-            reply = await self.code_tool.arun_code(code, key=_HOOKS.key(ctx), context=cell,
-                                                   tools=self._tools.toolbox)
+            # A streamed run's updates come from the model and from finished tool calls
+            # only: the framework has no update a running tool can add, so what the code
+            # prints goes to the application's own `on_output`.
+            reply = await self.code_tool.arun_code(
+                code, key=_HOOKS.key(ctx), context=cell, tools=self._tools.toolbox,
+                on_output=self.options.output(cell.call_id))
         except Exception as exc:  # noqa: BLE001 - a closed tool must not fail the run
             return [Content.from_text(f"[error] {type(exc).__name__}: {exc}")]
         return _HOOKS.render(reply)

@@ -141,6 +141,7 @@ class CodeModeTool(BaseTool, ToolsFacade):
 
     _tools: Tools[BaseTool, _Turn] = PrivateAttr()
     _code_tool: CodeTool = PrivateAttr()
+    _options: Options = PrivateAttr()
 
     def _run(self, code: str) -> str | ToolFailure:
         executor = getattr(self.agent, "agent_executor", None)
@@ -153,7 +154,8 @@ class CodeModeTool(BaseTool, ToolsFacade):
             key = _HOOKS.key(turn)
         else:
             key = choose(turn.agent, turn.task, turn.crew) if callable(choose) else choose
-        return _HOOKS.render(self.code_tool.run_code(code, key=key, context=turn))
+        return _HOOKS.render(self.code_tool.run_code(code, key=key, context=turn,
+                                                     on_output=self._output(turn)))
 
 
 def as_crewai_tool(tools: Iterable[Any] = (), *, agent: Any = None,

@@ -25,7 +25,7 @@ import asyncio
 import base64
 import inspect
 import os
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -36,6 +36,7 @@ from google.adk.code_executors.code_execution_utils import (
     CodeExecutionResult,
     File,
 )
+from google.adk.events import Event
 from google.adk.telemetry import trace_tool_call, tracer
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.base_toolset import BaseToolset
@@ -43,7 +44,18 @@ from google.genai import types
 from opentelemetry import context as otel_context
 from pydantic import ConfigDict, PrivateAttr
 from tooliscode import ToolError
-from tooliscode.adapters import Binding, Cell, Facade, Hooks, OptionArgs, Options, Tools, code_of
+from tooliscode.adapters import (
+    Binding,
+    Cell,
+    Facade,
+    Hooks,
+    OptionArgs,
+    Options,
+    OutputChunk,
+    OutputSink,
+    Tools,
+    code_of,
+)
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
 from tooliscode.mcp import mcp_result_value
 from tooliscode.prompt import CODE_TOOL_SCHEMA
@@ -60,6 +72,8 @@ class _Cell(Cell):
 
     ctx: ToolContext
     otel: Any
+    tool: str = ""
+    """The code tool's name."""
 
 
 class _Hooks(Hooks[BaseTool, _Cell]):
@@ -109,6 +123,32 @@ class _Hooks(Hooks[BaseTool, _Cell]):
         """One interpreter per ADK session: (app, user, session id)."""
         session = context.session
         return (session.app_name, session.user_id, session.id)
+
+    def output(self, cell: _Cell) -> OutputSink | None:
+        """Partial events of the run (`event.partial`, as a streamed model reply's chunks):
+        `Runner.run_async` yields them as they come and keeps none in the session. Shaped
+        like ADK's own streaming-tool events (the agent as author, branch `<tool>@<call
+        id>`); `custom_metadata` says what they are.
+
+        ADK has no public way for a tool to add an event to a run that is not live
+        (adk-python#5444): this puts them on the invocation's event queue, as ADK's live
+        streaming tools do; an ADK without that queue streams nothing here."""
+        invocation = cell.ctx.get_invocation_context()
+        enqueue = getattr(invocation, "_enqueue_event", None)
+        if enqueue is None or getattr(invocation, "_event_queue", None) is None:
+            return None
+        call = cell.ctx.function_call_id
+        branch = f"{cell.tool}@{call}" if call else cell.tool
+        author = invocation.agent.name if invocation.agent is not None else cell.tool
+
+        def send(chunk: OutputChunk) -> Awaitable[None]:
+            return enqueue(Event(
+                author=author, invocation_id=invocation.invocation_id, branch=branch,
+                partial=True, content=types.Content(role="model",
+                                                    parts=[types.Part(text=chunk.text)]),
+                custom_metadata=chunk.payload()))
+
+        return send
 
 
 _HOOKS = _Hooks()
@@ -198,9 +238,10 @@ class _CodeTool(BaseTool):
         except ValueError as exc:
             return {"error": str(exc)}
         cell = _Cell(ctx=tool_context, otel=otel_context.get_current(), tools=self.tools,
-                     call_id=tool_context.function_call_id or self.name)
-        reply = await self.owner.code_tool.arun_code(code, key=_HOOKS.key(tool_context),
-                                                     context=cell, tools=self.tools.toolbox)
+                     call_id=tool_context.function_call_id or self.name, tool=self.name)
+        reply = await self.owner.code_tool.arun_code(
+            code, key=_HOOKS.key(tool_context), context=cell, tools=self.tools.toolbox,
+            on_output=self.owner.options.output(cell.call_id, _HOOKS.output(cell)))
         return _HOOKS.render(reply)
 
     def _detect_error_in_response(self, response: Any) -> str | None:

@@ -32,10 +32,20 @@ from llama_index.core.agent.workflow import ToolCall, ToolCallResult
 from llama_index.core.base.llms.types import ImageBlock, TextBlock
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.types import adapt_to_async_tool
-from llama_index.core.workflow import Context
+from llama_index.core.workflow import Context, Event
 from pydantic import BaseModel
 from tooliscode import ToolError
-from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import (
+    Binding,
+    Cell,
+    Hooks,
+    OptionArgs,
+    Options,
+    OutputChunk,
+    OutputSink,
+    Tools,
+    ToolsFacade,
+)
 from tooliscode.adapters import evaluated as _evaluated
 from tooliscode.codetool import Reply
 from tooliscode.engine import run_in
@@ -46,10 +56,22 @@ from typing_extensions import Unpack
 # then run again); not exported by the workflows package.
 from workflows.runtime.types.results import WaitingForEvent
 
-__all__ = ["CONVERSATION_KEY", "CodeActSandbox", "CodeModeTool", "as_llama_index_tool"]
+__all__ = ["CONVERSATION_KEY", "CodeActSandbox", "CodeModeTool", "CodeOutput",
+           "as_llama_index_tool"]
 
 CONVERSATION_KEY = "tooliscode_conversation"
 """Where a workflow context's store keeps the key of its interpreter."""
+
+
+class CodeOutput(Event):
+    """A chunk of what the code printed, written to the run's event stream as it printed it
+    (`handler.stream_events()`), beside the `ToolCall` and `ToolCallResult` events."""
+
+    call_id: str
+    """The code tool's call (its inner calls' ids start with it)."""
+    stream: str
+    """"stdout" or "stderr"."""
+    text: str
 
 
 class _CodeArgs(BaseModel):
@@ -104,6 +126,19 @@ class _Hooks(Hooks[BaseTool, _Turn]):
             raise ToolError(str(exc)) from exc
         return _value(output)
 
+    def output(self, cell: _Turn) -> OutputSink | None:
+        """`CodeOutput` events on the workflow's stream, when the code tool was called with
+        `acall` in a workflow (its sink is then called on the workflow's loop)."""
+        ctx = cell.ctx
+        if ctx is None or not cell.is_async:
+            return None
+
+        def write(chunk: OutputChunk) -> None:
+            ctx.write_event_to_stream(CodeOutput(call_id=chunk.call_id, stream=chunk.stream,
+                                                 text=chunk.text))
+
+        return write
+
     def render(self, reply: Reply) -> Any:
         if not reply.ok:
             raise ToolError(reply.text)  # the agent makes it an error output for the model
@@ -126,7 +161,8 @@ class _Sandboxes(ToolsFacade):
     async def _arun(self, code: str, ctx: Context | None, name: str) -> Any:
         turn = _Turn(ctx=ctx, is_async=True, context=contextvars.copy_context(), call_id=name,
                      tools=self._tools)
-        reply = await self.code_tool.arun_code(code, key=await _conversation(ctx), context=turn)
+        reply = await self.code_tool.arun_code(code, key=await _conversation(ctx), context=turn,
+                                               on_output=self._output(turn))
         return self._tools.hooks.render(reply)
 
 
@@ -151,7 +187,8 @@ def as_llama_index_tool(tools: Iterable[Any], **options: Unpack[OptionArgs]) -> 
         """Called with `call` (pass `ctx=None` outside a workflow): the tool's one interpreter
         for calls without a workflow to key them."""
         turn = _Turn(ctx=ctx, is_async=False, call_id=name, tools=tool._tools)
-        return tool._tools.hooks.render(tool.code_tool.run_code(code, context=turn))
+        return tool._tools.hooks.render(tool.code_tool.run_code(code, context=turn,
+                                                                on_output=tool._output(turn)))
 
     async def arun(code: str, ctx: Context) -> Any:
         return await tool._arun(code, ctx, name)

@@ -181,8 +181,11 @@ class WasmExecutor(PythonExecutor, ToolsFacade):
         return super().session(self.conversation if key is None else key)
 
     def _run(self, code: str) -> Reply:
+        # A step's output reaches the agent as its logs once the code ends: what it prints
+        # meanwhile goes to `on_output`, if given.
         return self.code_tool.run_code(code, key=self.conversation, tools=self._tools.toolbox,
-                                       context=Cell(call_id="step", tools=self._tools))
+                                       context=Cell(call_id="step", tools=self._tools),
+                                       on_output=self.options.output("step"))
 
     @staticmethod
     def _check(reply: Reply) -> Reply:

@@ -3,6 +3,7 @@ cells), shared by their test files and the processes they start."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -13,7 +14,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 ANSWER = object()
 """In a `Script`: answer with the last tool result here (the run ends)."""
@@ -35,9 +36,19 @@ class Script:
         last = messages[-1].parts[-1]
         return ModelResponse(parts=[TextPart(f"answer: {getattr(last, 'content', '')}")])
 
+    async def stream(self, messages: list[ModelMessage],
+                     info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        """The same steps, for streamed runs (`run_stream_events`)."""
+        for part in self(messages, info).parts:
+            if isinstance(part, ToolCallPart):
+                yield {0: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
+                                        tool_call_id=part.tool_call_id)}
+            else:
+                yield getattr(part, "content", "")
+
     @property
     def model(self) -> FunctionModel:
-        return FunctionModel(self)
+        return FunctionModel(self, stream_function=self.stream)
 
 
 def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:

@@ -324,3 +324,20 @@ async def test_a_rejected_code_call_never_runs_a_tool_that_requires_approval(pro
     finally:
         holder.close()
     assert REFUNDED == []
+
+
+async def test_what_the_code_prints_goes_to_on_output_as_it_runs():
+    """The framework has no update a running tool can add to a streamed run: the chunks go
+    to the application's `on_output`, before the tool's result."""
+    chunks: list[Any] = []
+    provider = CodeActProvider(tools=[list_orders], limits=Limits(timeout_s=20),
+                               on_output=chunks.append)
+    client = ScriptedClient(code("for i in range(100):\n    print(f'row {i}')"), "done")
+    try:
+        result = await Agent(client=client, context_providers=[provider]).run(
+            "go", session=AgentSession())
+    finally:
+        provider.close()
+    assert result.text == "done"
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(100))
+    assert len({c.call_id for c in chunks}) == 1

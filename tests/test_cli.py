@@ -44,7 +44,9 @@ def test_repl_shows_the_model_view_and_runs_cells():
     assert "=== instructions" in out and "- list_orders(" in out
     assert "45 tools." in out
     reads = out.split("--- the model reads")[1:]
-    bodies = [r.split("---\n", 1)[1].strip() for r in reads]
+    bodies = [r.split("---\n", 1)[1].split("--- printed as it ran ---")[0].strip()
+              for r in reads]
+    assert "--- printed as it ran ---\nrow 0\nrow 1\n--- the model reads" in out
     assert bodies[0] == "(the cell ran and printed nothing; it defined: x = 20)"
     assert bodies[1] == "21"
     assert bodies[2] == "row 0\nrow 1"
@@ -92,3 +94,29 @@ def test_mcp_server_as_a_tool_source():
                       "print(sorted(n['name'] for n in search_tools('time', limit=5)))")
     assert done.returncode == 0, done.stderr
     assert "convert_time" in done.stdout and "get_current_time" in done.stdout
+
+
+def test_the_repl_shows_what_a_cell_prints_while_it_runs():
+    """The cell waits for the REPL's output to show its line (the output writes a file into
+    the session folder when it does): shown only at the end, the cell would time out."""
+    import io
+
+    from tooliscode import ToolIsCode
+    from tooliscode.cli._repl import Repl
+
+    with ToolIsCode([], limits=None) as toolset:
+        folder = toolset.session().workdir
+
+        class Screen(io.StringIO):
+            def write(self, text: str) -> int:
+                if "waiting for the screen" in text:
+                    (folder / "seen").write_text("yes")
+                return super().write(text)
+
+        cell = ("if True:\n    import os\n    print('waiting for the screen')\n"
+                "    while not os.path.exists('seen'):\n        pass\n    print('seen')\n\n")
+        screen = Screen()
+        Repl(toolset, stdin=io.StringIO(cell), stdout=screen, prompt=False).loop()
+    shown = screen.getvalue()
+    assert shown.startswith("--- printed as it ran ---\nwaiting for the screen\nseen\n"
+                            "--- the model reads")

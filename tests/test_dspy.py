@@ -172,3 +172,19 @@ def test_rlm_calls_host_tools_and_the_sub_lm_and_submits_typed_fields():
     first = out.trajectory[0]["output"]
     assert first.startswith("2 ") and "a summary" in first  # variables kept across steps
     assert CALLED == ["list_orders:c2"]
+
+
+def test_on_output_gets_what_the_code_prints_as_it_runs():
+    """DSPy's stream shows a tool's progress only at its start and end (`streamify`'s status
+    messages): what the code prints goes to `on_output`."""
+    chunks: list = []
+    code = as_dspy_tool([list_orders], limits=Limits(timeout_s=30), on_output=chunks.append)
+    react = dspy.ReAct("question -> answer", tools=[code])
+    script = [step("for i in range(50):\n    print(f'row {i}')"), FINISH,
+              {"reasoning": "read it", "answer": "done"}]
+    try:
+        with dspy.context(lm=DummyLM(script)):
+            assert react(question="go").answer == "done"
+    finally:
+        code.close()
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(50))

@@ -258,3 +258,23 @@ async def test_a_tool_that_needs_confirmation_never_runs_from_code() -> None:
         await code.close()
     assert "needs the user's confirmation" in response.response["error"]
     assert sent == []
+
+
+async def test_what_the_code_prints_comes_as_partial_events_of_the_run(code) -> None:
+    runner = make_runner(code)
+    runner.agent.model.steps = ["for i in range(200):\n    print(f'row {i}')"]
+    session = await runner.session_service.create_session(app_name="shop", user_id="stream")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    events = [e async for e in runner.run_async(user_id=session.user_id, session_id=session.id,
+                                                new_message=message)]
+    partial = [e for e in events if e.partial and (e.custom_metadata or {}).get("type")
+               == "tooliscode.output"]
+    assert "".join(e.content.parts[0].text for e in partial) == \
+        "".join(f"row {i}\n" for i in range(200))
+    assert {e.custom_metadata["call_id"] for e in partial} == {"call-1"}
+    assert {e.branch for e in partial} == {"run_python@call-1"}
+    answer = next(i for i, e in enumerate(events) if e.get_function_responses())
+    assert all(events.index(e) < answer for e in partial)  # while the cell ran
+    stored = await runner.session_service.get_session(app_name="shop", user_id="stream",
+                                                      session_id=session.id)
+    assert not any(e.partial for e in stored.events)  # streamed, not kept in the session

@@ -258,3 +258,32 @@ def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_gi
                        lambda: code.invoke({"code": CODE}))
     finally:
         code.close()
+
+
+STREAMED = "for i in range(300):\n    print(f'row {i}')\nprint('done')"
+STREAMED_TEXT = "".join(f"row {i}\n" for i in range(300)) + "done\n"
+
+
+def test_langgraph_custom_stream_carries_what_the_code_prints(code_tool: CodeModeTool) -> None:
+    model = ScriptedChatModel(messages=iter([code_call(STREAMED, "call_7"), AIMessage("ok")]))
+    agent = create_agent(model, tools=[code_tool])
+    chunks = [c for c in agent.stream({"messages": [("user", "go")]}, stream_mode="custom")
+              if isinstance(c, dict) and c.get("type") == "tooliscode.output"]
+    assert chunks and {c["call_id"] for c in chunks} == {"call_7"}
+    assert "".join(c["text"] for c in chunks) == STREAMED_TEXT
+    assert {c["stream"] for c in chunks} == {"stdout"}
+
+
+async def test_langgraph_custom_stream_async_with_the_other_modes(code_tool: CodeModeTool) -> None:
+    model = ScriptedChatModel(messages=iter([code_call(STREAMED, "call_8"), AIMessage("ok")]))
+    agent = create_agent(model, tools=[code_tool])
+    seen: list[tuple[str, Any]] = []
+    async for mode, chunk in agent.astream({"messages": [("user", "go")]},
+                                           stream_mode=["updates", "custom"]):
+        seen.append((mode, chunk))
+    custom = [c for m, c in seen if m == "custom"]
+    assert "".join(c["text"] for c in custom) == STREAMED_TEXT
+    assert {c["call_id"] for c in custom} == {"call_8"}
+    # the chunks come before the tool's message does
+    first_tool_update = next(i for i, (m, c) in enumerate(seen) if m == "updates" and "tools" in c)
+    assert all(i < first_tool_update for i, (m, _) in enumerate(seen) if m == "custom")

@@ -204,3 +204,30 @@ async def test_a_tool_asking_the_user_never_runs_unanswered_from_code() -> None:
     assert not [e for e in events if isinstance(e, InputRequiredEvent)]
     assert "send_email waits for a person's answer" in str(answer)
     assert "callers={'send_email': 'direct'}" in str(answer) and SENT == []
+
+
+@pytest.mark.parametrize("how", ["function_agent", "codeact"])
+async def test_what_the_code_prints_comes_as_workflow_stream_events(code, how) -> None:
+    from llama_index.core.agent.workflow import CodeActAgent
+    from tooliscode.integrations.llama_index import CodeOutput
+
+    printing = "for i in range(200):\n    print(f'row {i}')"
+    if how == "function_agent":
+        agent = FunctionAgent(tools=[code], llm=function_calls(printing))
+    else:
+        sandbox = CodeActSandbox([list_orders], limits=Limits(timeout_s=60))
+        steps = [f"<execute>\n{printing}\n</execute>", "done"]
+        agent = CodeActAgent(code_execute_fn=sandbox.execute, tools=[list_orders],
+                             llm=MockFunctionCallingLLM(response_generator=lambda m, **k:
+                                                        ChatMessage(role="assistant",
+                                                                    content=steps.pop(0))))
+    try:
+        _, events = await run(agent, Context(agent))
+    finally:
+        if how == "codeact":
+            sandbox.close()
+    chunks = [e for e in events if isinstance(e, CodeOutput)]
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(200))
+    assert {c.stream for c in chunks} == {"stdout"}
+    done = next(i for i, e in enumerate(events) if isinstance(e, ToolCallResult))
+    assert all(events.index(c) < done for c in chunks)  # while the code ran

@@ -201,3 +201,46 @@ async def test_async_llm_from_client():
         ask = llm_from_client(async_client_for(server), "small")
         assert await ask("hi") == "async reply"
         assert server.requests[0].body["input"] == [{"role": "user", "content": "hi"}]
+
+
+PRINTS = "for i in range(200):\n    print(f'row {i}')"
+PRINTED = "".join(f"row {i}\n" for i in range(200))
+
+
+@pytest.mark.parametrize("api, stream", APIS)
+def test_the_loop_gives_on_output_what_the_code_prints(tic, api, stream):
+    chunks = []
+    with ScriptedServer([code(PRINTS), say("done")]) as server:
+        result = run_conversation(client_for(server), "go", toolset=tic, model="m", api=api,
+                                  stream=stream, on_output=chunks.append)
+    assert result.output == "done"
+    assert "".join(c.text for c in chunks) == PRINTED
+    (call_id,) = {c.call_id for c in chunks}
+    assert call_id and call_id == (result.outputs[0].get("call_id")
+                                   or result.outputs[0].get("tool_call_id"))
+
+
+async def test_the_async_loop_awaits_on_output_on_its_loop(tic):
+    import asyncio
+
+    loop, chunks = asyncio.get_running_loop(), []
+
+    async def on_output(chunk):
+        assert asyncio.get_running_loop() is loop
+        chunks.append(chunk.text)
+
+    with ScriptedServer([code(PRINTS), say("done")]) as server:
+        result = await arun_conversation(async_client_for(server), "go", toolset=tic,
+                                         model="m", stream=True, on_output=on_output)
+    assert result.output == "done" and "".join(chunks) == PRINTED
+
+
+def test_tool_call_and_the_option_both_get_the_chunks():
+    mine, option = [], []
+    with ToolIsCode([price], on_output=option.append) as t:
+        out = t.tool_call({"type": "function_call", "call_id": "c9", "name": "run_python",
+                           "arguments": json.dumps({"code": "print(price('a'))"})},
+                          on_output=mine.append)
+    assert out["output"] == "2.5"
+    assert [(c.call_id, c.text) for c in mine] == [(c.call_id, c.text) for c in option] == \
+        [("c9", "2.5\n")]

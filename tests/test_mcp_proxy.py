@@ -146,6 +146,32 @@ async def test_callers_serve_upstream_tools_beside_the_code_tool(tmp_path):
     assert done.returncode == 1 and "callers names 'time_mcp.get_the_time'" in done.stderr
 
 
+PRINTING = "for i in range(300):\n    print(f'row {i}')"
+PRINTED = "".join(f"row {i}\n" for i in range(300))
+
+
+async def _progress_of(client: Client) -> tuple[list[tuple[float, str | None]], str]:
+    """What the client hears as the cell's progress, and the cell's reply."""
+    heard: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append((done, message))
+
+    result = await client.call_tool("run_python", {"code": PRINTING}, progress_callback=progress)
+    return heard, result.content[0].text
+
+
+async def test_stdio_progress_notifications_carry_what_the_code_prints(servers_json):
+    async with _stdio(servers_json) as client:
+        heard, text = await _progress_of(client)
+        assert "".join(m or "" for _, m in heard) == PRINTED
+        done = [d for d, _ in heard]
+        assert done == sorted(done) and done[-1] == len(PRINTED)  # progress only grows
+        assert text.endswith("row 299")
+        # a call that asks for no progress hears none (nothing streams)
+        assert await _run(client, "print('quiet')") == ("quiet", False)
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads children from /proc")
 def test_sigterm_stops_a_stdio_proxy_and_its_servers_at_once(tmp_path):
     config = _write(tmp_path / "servers.json", {"inventory": {"command": sys.executable,
@@ -244,6 +270,13 @@ async def test_http_sessions_each_get_their_own_interpreter(http_proxy):
         text, failed = await _run(second, "skus = ['mine']")
         assert not failed and text.endswith("it defined: skus = list of 1 item, the first a str)")
         assert await _run(first, "skus") == ("[value] ['B2', 'D4']", False)
+
+
+async def test_http_progress_notifications_carry_what_the_code_prints(http_proxy):
+    async with _keyed(http_proxy) as client:
+        heard, text = await _progress_of(client)
+        assert "".join(m or "" for _, m in heard) == PRINTED
+        assert [d for d, _ in heard] == sorted(d for d, _ in heard)
 
 
 async def test_http_client_without_sessions_gets_a_fresh_interpreter_per_call(http_proxy):

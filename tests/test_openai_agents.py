@@ -334,3 +334,20 @@ async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required
             await Runner.run(agent, "go")
 
     await asame_as_direct(direct, from_code)
+
+
+async def test_a_streamed_run_gives_on_output_what_the_code_prints():
+    """The SDK has no stream event a tool can add: the chunks go to `on_output`, named by
+    the model's call id, while the streamed run goes on."""
+    chunks = []
+    with CodeModeToolset([list_orders], on_output=chunks.append) as code:
+        model = ScriptedModel([_code_call("for i in range(200):\n    print(f'row {i}')"),
+                               [assistant_message("done")]])
+        agent = Agent(name="clerk", instructions=code.instructions(), tools=[code.tool],
+                      model=model)
+        result = Runner.run_streamed(agent, "go", context=Shop("a", []))
+        kinds = [event.type async for event in result.stream_events()]
+    assert "run_item_stream_event" in kinds and result.final_output == "done"
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(200))
+    call_ids = {i.raw_item.call_id for i in result.new_items if i.type == "tool_call_item"}
+    assert {c.call_id for c in chunks} == call_ids and len(call_ids) == 1

@@ -308,3 +308,32 @@ async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required
             wrapper.close()
 
     await asame_as_direct(direct, from_code)
+
+
+STREAMED = "for i in range(300):\n    print(f'row {i}')\nimport sys\nprint('warn', file=sys.stderr)"
+STREAMED_OUT = "".join(f"row {i}\n" for i in range(300))
+
+
+@pytest.mark.parametrize("how", ["toolset", "capability"])
+async def test_streamed_runs_carry_what_the_code_prints(how) -> None:
+    from pydantic_ai import AgentRunResultEvent
+    from pydantic_ai.messages import FunctionToolResultEvent
+    from tooliscode.integrations.pydantic_ai import CodeOutputEvent
+
+    script = Script(STREAMED)
+    if how == "toolset":
+        agent = Agent(script.model, deps_type=Deps,
+                      toolsets=[CodeModeToolset(make_toolset(), limits=Limits(timeout_s=30))])
+    else:
+        agent = Agent(script.model, deps_type=Deps, toolsets=[make_toolset()],
+                      capabilities=[CodeMode(limits=Limits(timeout_s=30))])
+    async with agent.run_stream_events("go", deps=Deps(region="eu")) as stream:
+        events = [e async for e in stream]
+    chunks = [e for e in events if isinstance(e, CodeOutputEvent)]
+    assert "".join(c.text for c in chunks if c.stream == "stdout") == STREAMED_OUT
+    assert "".join(c.text for c in chunks if c.stream == "stderr") == "warn\n"
+    (code_call,) = {c.tool_call_id for c in chunks}
+    (result,) = [e for e in events if isinstance(e, FunctionToolResultEvent)]
+    assert result.tool_call_id == code_call and result.part.tool_name == "run_python"
+    assert events.index(chunks[-1]) < events.index(result)  # while it ran, not after
+    assert isinstance(events[-1], AgentRunResultEvent)

@@ -224,3 +224,17 @@ def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required() -> 
         same_as_direct(lambda: posting(**ONLY_REQUIRED), lambda: executor(CODE))
     finally:
         executor.cleanup()
+
+
+def test_on_output_gets_what_a_step_prints_as_it_runs():
+    """smolagents shows a step's output as its logs once the code ends: what it prints
+    meanwhile goes to `on_output`."""
+    chunks: list[Any] = []
+    ex = WasmExecutor(limits=Limits(timeout_s=10), on_output=chunks.append)
+    try:
+        run = agent(ex, "for i in range(100):\n    print(f'row {i}')\nfinal_answer('ok')")
+        assert run.run("go") == "answer: ok"
+    finally:
+        ex.cleanup()
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(100))
+    assert {c.call_id for c in chunks} == {"step"}

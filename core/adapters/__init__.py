@@ -17,8 +17,10 @@ from ._evaluated import evaluated
 from ._facade import Facade, ToolsFacade
 from ._hooks import Hooks
 from ._options import CommonArgs, OptionArgs, Options, Placement
+from ._output import OUTPUT_EVENT, OutputChunk, OutputSink, forward
 from ._tools import Tools, unapproved
 
-__all__ = ["Approval", "Binding", "Catalog", "Cell", "CommonArgs", "Facade", "Hooks", "OptionArgs",
-           "Options", "Placement", "Tools", "ToolsFacade", "callable_parameters", "code_of",
-           "evaluated", "running", "unapproved", "variables_code"]
+__all__ = ["OUTPUT_EVENT", "Approval", "Binding", "Catalog", "Cell", "CommonArgs", "Facade",
+           "Hooks", "OptionArgs", "Options", "OutputChunk", "OutputSink", "Placement", "Tools",
+           "ToolsFacade", "callable_parameters", "code_of", "evaluated", "forward", "running",
+           "unapproved", "variables_code"]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..codetool import CodeTool, Toolbox
-from ..engine import PendingCall, Session
+from ..engine import OnOutput, PendingCall, Session
+from ._cell import Cell
 from ._options import Options
 from ._tools import Tools
 
@@ -60,6 +61,7 @@ class ToolsFacade(Facade):
     model itself."""
 
     _tools: Tools[Any, Any]
+    _options: Options
 
     @property
     def tools(self) -> list[Any]:
@@ -76,8 +78,15 @@ class ToolsFacade(Facade):
                workdir: str | Path | None = None) -> None:
         """Take `tools`, and a code tool made by `options` that runs them."""
         self._tools = tools
+        self._options = options
         self._code_tool = options.code_tool(tools.toolbox, keep_spare=keep_spare,
                                             workdir=workdir)
+
+    def _output(self, cell: Cell, call_id: str | None = None) -> OnOutput | None:
+        """Where what `cell`'s code prints goes while it runs, as chunks of code tool call
+        `call_id` (the cell's by default): the framework's stream (`Hooks.output`) and
+        `Options.on_output` (None: nowhere, so nothing streams)."""
+        return self._options.output(call_id or cell.call_id, self._tools.hooks.output(cell))
 
     def _session_tools(self) -> Toolbox:
         return self._tools.toolbox

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ..codetool import Reply
 from ._binding import Binding
 from ._cell import Cell
+from ._output import OutputSink
 
 __all__ = ["Hooks"]
 
@@ -50,6 +51,13 @@ class Hooks(ABC, Generic[N, C]):
     def key(self, context: Any) -> Hashable:
         """The conversation a call of the code tool belongs to, from what the framework hands
         the code tool (`None`: the one conversation of a front end that keeps no others)."""
+        return None
+
+    def output(self, cell: C) -> OutputSink | None:
+        """Where the framework shows what this call's code prints while it runs (a stream
+        writer, an event, a progress notification); None when it has no such stream, or this
+        run is not streamed. Called once per call of the code tool, where the framework runs
+        it."""
         return None
 
     def pause(self, cell: C, reply: Reply) -> Any:

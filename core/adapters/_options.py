@@ -18,10 +18,11 @@ from typing_extensions import TypedDict
 
 from ..codetool import CodeTool, Toolbox
 from ..durable import Keeper, SessionStore
-from ..engine import Limits
+from ..engine import Limits, OnOutput
 from ..prompt import CODE_TOOL_NAME
 from ..runtime import Runtime, python_note
 from ..tools import Caller, check_callers
+from ._output import OutputSink, forward
 
 __all__ = ["CommonArgs", "OptionArgs", "Options", "Placement"]
 
@@ -56,6 +57,11 @@ class Options:
     instructions: Placement = "auto"
     name: str = CODE_TOOL_NAME
     """The code tool's name."""
+    on_output: OutputSink | None = None
+    """Given each chunk of what the code prints while it runs (an `OutputChunk`), beside the
+    framework's own stream, or instead of it where the framework has none. Called on the
+    running loop when the code tool runs async (an awaitable it returns is awaited), else on
+    the sandbox's thread."""
 
     def __post_init__(self) -> None:
         if self.instructions not in ("auto", "description", "prompt"):
@@ -89,6 +95,11 @@ class Options:
         """Which Python the sandbox runs, as the guide says it."""
         return python_note(self.runtime)
 
+    def output(self, call_id: str, sink: OutputSink | None = None) -> OnOutput | None:
+        """The `on_output` of code tool call `call_id`: its chunks to the framework's `sink`
+        and to `on_output`; None when neither watches (nothing streams then)."""
+        return forward(call_id, sink, self.on_output)
+
     def in_description(self, prompted: bool) -> bool:
         """Whether the catalog rides in the code tool's description, for a front end that
         puts it in the system prompt itself (`prompted`) or one that cannot."""
@@ -116,6 +127,7 @@ class CommonArgs(TypedDict, total=False):
     callers: Mapping[str, Caller]
     describe_names: bool
     instructions: Placement
+    on_output: OutputSink | None
 
 
 class OptionArgs(CommonArgs, total=False):

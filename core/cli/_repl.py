@@ -1,8 +1,8 @@
 """A terminal REPL that shows a person exactly what the model sees, and runs cells like it.
 
 It prints the tool list and instructions the model is given (with their token counts), then
-runs each cell typed (or piped) through `ToolIsCode.run_code`, printing the very text the
-model would read back.
+runs each cell typed (or piped) through `ToolIsCode.run_code`, showing what it prints as it
+prints it, then the very text the model would read back.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..adapters import OutputChunk
 from ..codetool import Reply
 from ..engine import Limits
 from ..openai import ToolIsCode
@@ -120,9 +121,12 @@ class Repl:
         self.say(f"\n{len(self.toolset.registry)} tools. :help for commands.")
 
     def run_cell(self, code: str) -> str:
-        """Run `code` as the model's next call; returns (and prints) what the model reads."""
+        """Run `code` as the model's next call, showing what it prints as it prints it;
+        returns (and prints) what the model reads."""
         self._count += 1
-        out = self.toolset.run_code(code, call_id=f"repl_{self._count}")
+        live = _Live(self.stdout)
+        out = self.toolset.run_code(code, call_id=f"repl_{self._count}", on_output=live)
+        live.end()
         text = out.text
         self.say(f"--- the model reads ({count_tokens(text):,} tokens) ---")
         self.say(text)
@@ -202,6 +206,28 @@ class Repl:
                     break
                 continue
             self.run_cell(cell)
+
+
+class _Live:
+    """What a cell prints, written out as it comes (on the sandbox's thread), under a line
+    that tells it from what the model reads after."""
+
+    HEADER = "--- printed as it ran ---\n"
+
+    def __init__(self, stdout: TextIO):
+        self.stdout = stdout
+        self.last = ""
+
+    def __call__(self, chunk: OutputChunk) -> None:
+        if not self.last:
+            self.stdout.write(self.HEADER)
+        self.stdout.write(chunk.text)
+        self.stdout.flush()
+        self.last = chunk.text
+
+    def end(self) -> None:
+        if self.last and not self.last.endswith("\n"):
+            self.stdout.write("\n")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

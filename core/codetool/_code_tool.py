@@ -21,7 +21,7 @@ from typing import Any
 
 from .._closing import Closing
 from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
-from ..engine import Decision, KeyedSessions, Limits, PendingCall, Session
+from ..engine import Decision, KeyedSessions, Limits, OnOutput, PendingCall, Session
 from ..errors import SessionClosed, SnapshotError
 from ..prompt import EVICTED, failed_to_run, noted, render
 from ..runtime import Runtime
@@ -78,7 +78,8 @@ class CodeTool(Closing):
     def run_code(self, code: str, *, key: Hashable = None, context: Any = None,
                  tools: Toolbox | None = None, sandbox: Sandbox | None = None,
                  call_id: str | None = None,
-                 decisions: Mapping[str, Decision] | None = None) -> Reply:
+                 decisions: Mapping[str, Decision] | None = None,
+                 on_output: OnOutput | None = None) -> Reply:
         """Run `code` in conversation `key`'s sandbox (or in `sandbox`, a run's own).
 
         `context` is what the cell's tools read as `sandbox.context` while it runs. A failure
@@ -89,21 +90,27 @@ class CodeTool(Closing):
         `<call_id>:<n>`, and a cell that pauses at calls waiting for decisions answers with
         `reply.paused`. Calling again with the same `call_id` and `decisions` continues it:
         parked in this process, or run again from the state before it (with a store) in any.
+
+        `on_output(stream, text)` gets what the cell prints as it prints it (see
+        `Session.run`); a cell continued after a pause streams nothing.
         """
         return drive(self._steps(code, key, context, tools or self.toolbox, sandbox, call_id,
-                                 decisions))
+                                 decisions, on_output))
 
     async def arun_code(self, code: str, *, key: Hashable = None, context: Any = None,
                         tools: Toolbox | None = None, sandbox: Sandbox | None = None,
                         call_id: str | None = None,
-                        decisions: Mapping[str, Decision] | None = None) -> Reply:
-        """`run_code` for async callers: async tools run on the running loop."""
+                        decisions: Mapping[str, Decision] | None = None,
+                        on_output: OnOutput | None = None) -> Reply:
+        """`run_code` for async callers: async tools run on the running loop, and so does
+        `on_output` (whose awaitables are awaited, in order)."""
         return await adrive(self._steps(code, key, context, tools or self.toolbox, sandbox,
-                                        call_id, decisions))
+                                        call_id, decisions, on_output))
 
     def _steps(self, code: str, key: Hashable, context: Any, toolbox: Toolbox,
                own: Sandbox | None, call_id: str | None = None,
-               decisions: Mapping[str, Decision] | None = None) -> Steps[Reply]:
+               decisions: Mapping[str, Decision] | None = None,
+               on_output: OnOutput | None = None) -> Steps[Reply]:
         if own is None:
             sandbox, evicted = self._conversations.acquire(key)
         else:
@@ -124,8 +131,9 @@ class CodeTool(Closing):
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
                 session = sandbox.enter(context)
-                step = _cell_step(session, code, call_id, decisions) or \
-                    (yield Blocking(self._stored_cell, (session, code, call_id, decisions, call)))
+                step = _cell_step(session, code, call_id, decisions, on_output) or \
+                    (yield Blocking(self._stored_cell, (session, code, call_id, decisions, call,
+                                                        on_output)))
                 if isinstance(step, str):  # nothing to continue: nothing runs
                     return Reply(noted(step, notices))
                 result = yield step
@@ -159,7 +167,8 @@ class CodeTool(Closing):
         return Reply(noted(render(result, None if self.describe_names else {}), notices), result)
 
     def _stored_cell(self, session: Session, code: str, call_id: str | None,
-                     decisions: Mapping[str, Decision], call: Call | None) -> RunCell | str:
+                     decisions: Mapping[str, Decision], call: Call | None,
+                     on_output: OnOutput | None = None) -> RunCell | str:
         """A paused cell this process does not hold, run again from its record in the store
         (or an error when there is nothing to continue)."""
         if call is None or call.unreachable is not None or self.keeper is None:
@@ -172,7 +181,7 @@ class CodeTool(Closing):
             return EXPIRED
         if record.base != call.version or record.log.code != code:
             return GONE
-        return RunCell(session, code, call_id, record.log, decisions)
+        return RunCell(session, code, call_id, record.log, decisions, on_output)
 
     def paused_calls(self, call_id: str, *, key: Hashable = None,
                      code: str | None = None) -> tuple[PendingCall, ...]:
@@ -328,12 +337,13 @@ def _folder_name(key: Hashable) -> str:
 
 
 def _cell_step(session: Session, code: str, call_id: str | None,
-               decisions: Mapping[str, Decision] | None) -> RunCell | ResumeCell | None:
+               decisions: Mapping[str, Decision] | None,
+               on_output: OnOutput | None) -> RunCell | ResumeCell | None:
     """How to run this call without asking the store: a new cell, or the paused one
     continued where it waits; None when only the store can say (`_stored_cell`). Decided
     inline, since a step handed to a thread costs an async caller a hop on every cell."""
     if call_id is not None and session.paused_for == call_id:
         return ResumeCell(session, decisions or {})
     if decisions is None:
-        return RunCell(session, code, call_id)
+        return RunCell(session, code, call_id, on_output=on_output)
     return None

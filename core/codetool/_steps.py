@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ..engine import CellLog, CellResult, Decision, Session
+from ..engine import CellLog, CellResult, Decision, OnOutput, Session
 from ._background import acquire
 
 __all__ = ["Blocking", "Hold", "ResumeCell", "RunCell", "Step", "Steps", "adrive", "drive"]
@@ -61,26 +61,27 @@ class Blocking:
 
 @dataclass(frozen=True)
 class RunCell:
-    """Run `code` in `session`: async tools then run on the caller's loop. `call_id`, `log`
-    and `decisions` as for `Session.run`."""
+    """Run `code` in `session`: async tools then run on the caller's loop. `call_id`, `log`,
+    `decisions` and `on_output` as for `Session.run`."""
 
     session: Session
     code: str
     call_id: str | None = None
     log: CellLog | None = None
     decisions: Mapping[str, Decision] | None = None
+    on_output: OnOutput | None = None
 
     def run(self) -> CellResult:
-        if self.call_id is None and self.log is None:
+        if self.call_id is None and self.log is None and self.on_output is None:
             return self.session.run(self.code)
         return self.session.run(self.code, call_id=self.call_id, log=self.log,
-                                decisions=self.decisions)
+                                decisions=self.decisions, on_output=self.on_output)
 
     async def arun(self) -> CellResult:
-        if self.call_id is None and self.log is None:
+        if self.call_id is None and self.log is None and self.on_output is None:
             return await self.session.arun(self.code)
         return await self.session.arun(self.code, call_id=self.call_id, log=self.log,
-                                       decisions=self.decisions)
+                                       decisions=self.decisions, on_output=self.on_output)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from ._folder import INTERNAL_DIR, FileInfo
 from ._handoff import run_in
 from ._keyed import KeyedSessions
 from ._limits import Limits
+from ._output import OnOutput
 from ._pause import (
     CallInfo,
     CallPaused,
@@ -25,5 +26,5 @@ from ._tool_calls import background_loop
 
 __all__ = ["ENV_KEY", "INTERNAL_DIR", "CallInfo", "CallPaused", "CallRecord", "CellLog",
            "Decision", "PendingCall", "StopCell", "current_call", "CellImage", "CellResult", "FileInfo", "KeyedSessions",
-           "Limits", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
+           "Limits", "OnOutput", "Renewal", "Session", "SessionState", "ToolCallRecord", "background_loop",
            "pack", "run_in", "snapshot_runtime", "unpack"]

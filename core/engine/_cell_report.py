@@ -11,6 +11,7 @@ from ..guest import MAX_FIGURES, clip, png_size
 from ..runtime import GUEST_DIR, GuestTrap
 from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
+from ._output import OutputStream
 from ._result import CellImage, CellResult
 from ._rollback import CameBack
 from ._tool_calls import CellCalls
@@ -28,6 +29,8 @@ class Cell:
     started: float
     before: Snapshot | None = None
     """The folder as it was before the cell's first change; None while nothing changed it."""
+    output: OutputStream | None = None
+    """Where the cell's output goes as it is printed (`Session.run(on_output=...)`)."""
 
     def changing(self) -> None:
         """Called before the first write by the guest or a tool: the folder is listed only
@@ -36,7 +39,13 @@ class Cell:
             self.before = snapshot(self.workdir)
 
     def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
-        """The guest's requests while the cell runs (`Requests`): its tool calls."""
+        """The guest's requests while the cell runs (`Requests`): its tool calls, and its
+        output as it is printed."""
+        if op == "out":
+            if self.output is None:
+                return {"ok": False, "kind": "protocol", "error": "this cell streams nothing"}
+            self.calls.leave_loop()
+            return self.output.take(msg)
         return self.calls.handle(op, msg)
 
     def files_written(self) -> tuple[str, ...]:

@@ -27,6 +27,11 @@ class Limits:
     in a traceback keeps a quarter of it, a tool's message as well). Beyond it the head and
     tail are kept and the full text is saved in the session folder."""
 
+    stream_chars: int | None = 1_000_000
+    """Characters of a cell's output streamed to `run(on_output=...)` as it is printed; past
+    it, one notice says the rest is not streamed (the result still keeps its head and tail,
+    as `output_chars` says)."""
+
     tool_calls: int | None = 1_000
     """Tool calls one cell may make."""
 
@@ -73,8 +78,8 @@ class Limits:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive or None")
-        for name in ("output_chars", "tool_calls", "disk_bytes", "disk_entries", "image_bytes",
-                     "image_pixels", "rollback_bytes"):
+        for name in ("output_chars", "stream_chars", "tool_calls", "disk_bytes", "disk_entries",
+                     "image_bytes", "image_pixels", "rollback_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"Limits.{name} must be >= 0 or None")

@@ -20,6 +20,7 @@ from ..tools import ToolRegistry
 from ._cell_report import Cell, build_result, trap_result
 from ._limits import Limits
 from ._live import GuestHold
+from ._output import OutputStream
 from ._parked import ABANDONED, PAUSED, Parked, Waiter, first_of, paused_result, wait_either
 from ._pause import CellLog, Decision
 from ._result import CellResult
@@ -39,6 +40,8 @@ class Steer:
     call_id: str | None = None
     log: CellLog | None = None
     decisions: Mapping[str, Decision] | None = None
+    output: OutputStream | None = None
+    """Where the cell's output goes as it is printed."""
 
     def apply(self, calls: CellCalls, limits: Limits) -> None:
         calls.parking.expire_s = limits.pause_s  # the cell's own, made with it
@@ -92,9 +95,13 @@ class CellRunner:
         steer.apply(calls, self.limits)
         calls.on_park = worker.instance.park  # no ticker runs while nobody decides
         calls.on_unpark = worker.instance.unpark
-        cell = Cell(calls, self.workdir, time.perf_counter())
+        cell = Cell(calls, self.workdir, time.perf_counter(), output=steer.output)
         calls.on_call = cell.changing  # a tool may write into the folder too
         command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        if steer.output is not None:
+            command.message["stream"] = steer.output.guest_limit
+            command.on_raw = steer.output.raw
+            steer.output.cancelled = lambda: calls.cancelled
         command.future.add_done_callback(lambda _: calls.close())  # frees a parked loop at once
         command.notices.extend(self._notices)
         self._notices.clear()

@@ -20,6 +20,7 @@ from ..tools import ToolRegistry, guest_spec, search_entry
 from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
 from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
+from ._output import OnOutput, OutputStream, check_on_output
 from ._parked import Parked
 from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
@@ -35,10 +36,6 @@ __all__ = ["Session"]
 _MAX_FOUND = 50
 """Most tools one `search_tools` call returns, whatever limit the code asks for."""
 _QUERY_CHARS = 1_000
-_CANCEL_WAIT_S = 0.02
-"""How long `cancel` lets a stopped guest end its cell itself; past it (its thread is in a
-sync tool, which cannot be interrupted) the cell is given up and the thread left to end
-when the tool returns."""
 
 class Session(CellRunner, Closing):
     """A stateful Python sandbox whose code can call `tools`.
@@ -111,31 +108,72 @@ class Session(CellRunner, Closing):
         return self._names
 
     def run(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
-            decisions: Mapping[str, Decision] | None = None) -> CellResult:
+            decisions: Mapping[str, Decision] | None = None,
+            on_output: OnOutput | None = None) -> CellResult:
         """Run one cell and return what it did. Blocks until the cell ends, or pauses at
         calls that wait for decisions (`result.paused`; continue with `resume`).
 
         `call_id` names the code tool's call the cell runs for: its calls are
         `<call_id>:<n>` and each is logged. `log` continues a cell paused elsewhere: its calls
         are answered from it, each checked to be the same call, with `decisions` for the
-        calls it waited on."""
+        calls it waited on.
+
+        `on_output(stream, text)` gets the cell's stdout and stderr as they are printed
+        ("stdout" or "stderr", and a chunk of it), in the order written, before `run`
+        returns. A callback rather than an iterator: a cell is one call that returns one
+        result, and every front end forwards chunks by calling its framework's own writer.
+        Here it is called on the guest's thread, while the cell waits for it (so nothing
+        piles up): keep it quick, and do not call this session from it. Chunks end at line
+        ends; lines go one by one, or, while a cell prints faster, together at least every
+        10 ms; a partial line goes once it waited 10 ms (at once with `flush=True`), and
+        whatever waits goes before a tool call or a sleep. Two things wait longer, for the
+        next write, loop pass, branch or call: output that waits while one long call into C
+        code runs (a big sort, a regex, numpy), and a partial line written with
+        `sys.stdout.write` and neither ended nor flushed (as on a terminal); the guest has
+        one thread, and its memory cannot be read from the host. A cell streams
+        `Limits.stream_chars` characters at most, then one notice. The result still has the
+        bounded whole. A callback that raises is
+        logged and not called again for that cell; the cell runs on. A cell that pauses
+        (`result.paused`) streams until it pauses; what it prints once resumed is in the
+        result of `resume`."""
         self._check_open()
+        check_on_output(on_output, blocking=True)
         with self._turn:
             self._give_up_paused()
-            return self._run(code, None, Steer(call_id, log, decisions))
+            output = OutputStream(on_output, self.limits.stream_chars) if on_output else None
+            try:
+                return self._run(code, None, Steer(call_id, log, decisions, output))
+            finally:
+                if output is not None:
+                    output.close()
 
     async def arun(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
-                   decisions: Mapping[str, Decision] | None = None) -> CellResult:
-        """`run` without blocking the event loop; async tools run on this loop."""
+                   decisions: Mapping[str, Decision] | None = None,
+                   on_output: OnOutput | None = None) -> CellResult:
+        """`run` without blocking the event loop; async tools run on this loop.
+
+        `on_output` is called on this loop, by one task, in order; when it returns an
+        awaitable, that is awaited before the next chunk. While more than about a million
+        characters wait for it, the cell waits too. Every chunk has been handled when
+        `arun` returns."""
         self._check_open()
+        check_on_output(on_output, blocking=False)
         if not self._turn.acquire(blocking=False):
             await asyncio.to_thread(self._turn.acquire)
+        output: OutputStream | None = None
         try:
             if self._parked is not None:
                 await asyncio.to_thread(self._give_up_paused)
-            return await self._arun(code, asyncio.get_running_loop(),
-                                    Steer(call_id, log, decisions))
+            loop = asyncio.get_running_loop()
+            if on_output is not None:
+                output = OutputStream(on_output, self.limits.stream_chars, loop)
+            result = await self._arun(code, loop, Steer(call_id, log, decisions, output))
+            if output is not None:
+                await output.drain()
+            return result
         finally:
+            if output is not None:
+                output.close()
             self._turn.release()
 
     def cancel(self) -> bool:
@@ -146,14 +184,12 @@ class Session(CellRunner, Closing):
         if running is None:
             return False
         worker, command = running
-        if command.future.done():
-            return False
+        # Its outcome is decided first: what the guest does from now on (end the cell with a
+        # cancelled tool call's error, say) is not its result, nor kept.
+        if not settle(command.future, error=GuestTrap("cancelled", "the cell was cancelled")):
+            return False  # it had ended
         command.context.calls.cancel_all()
         worker.stop("cancelled")
-        try:
-            command.future.exception(_CANCEL_WAIT_S)
-        except (cf.TimeoutError, cf.CancelledError):
-            settle(command.future, error=GuestTrap("cancelled", "the cell was cancelled"))
         return True
 
     @property

@@ -372,6 +372,12 @@ class CellCalls(Steering):
                 self._loop_calls = None
             self.loop = loop
 
+    def leave_loop(self) -> None:
+        """The guest's thread is about to run the caller's code (an output callback): it no
+        longer runs as the loop's (see `LoopHandoff.leave`)."""
+        if self._loop_calls is not None:
+            self._loop_calls.leave()
+
     def close(self) -> None:
         """The cell has ended: its task on the loop (if any) ends too."""
         if self._loop_calls is not None:

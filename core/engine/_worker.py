@@ -65,16 +65,17 @@ _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
 
 
-def settle(future: cf.Future, result: Any = None, error: BaseException | None = None) -> None:
-    """Give `future` its outcome unless it has one: a cancel from another thread may have
-    given it first (`Session.cancel`)."""
+def settle(future: cf.Future, result: Any = None, error: BaseException | None = None) -> bool:
+    """Give `future` its outcome unless it has one (a cancel from another thread may have
+    given it first: `Session.cancel`); False when it had."""
     try:
         if error is not None:
             future.set_exception(error)
         else:
             future.set_result(result)
     except cf.InvalidStateError:
-        pass
+        return False
+    return True
 
 
 def join_all(timeout: float) -> None:
@@ -123,9 +124,13 @@ class Command(Generic[ContextT]):
     """What the runtime refused while the command ran (a full folder)."""
     blob: bytes | None = None
     """Bytes the guest handed over while the command ran (a checkpoint's)."""
+    on_raw: Callable[[str, bytes], None] | None = None
+    """Also given what the guest writes straight to its descriptors (a streamed cell's)."""
     _raw_size: int = 0
 
     def add_raw(self, stream: str, data: bytes) -> None:
+        if self.on_raw is not None:
+            self.on_raw(stream, data)
         if self._raw_size < _RAW_OUTPUT_LIMIT:
             chunk = data[: _RAW_OUTPUT_LIMIT - self._raw_size]
             self.raw.setdefault(stream, []).append(chunk)
@@ -437,6 +442,7 @@ class Worker:
         if isinstance(result, dict) and result.get("error_type") == "MemoryError":
             self._after_memory_error()
         overran = self.instance.overran_stack()
+        given_up = current is not None and current.future.done()  # cancelled: nothing kept
         if current is not None and not current.future.done():
             current.notices.extend(self.instance.take_notices())
             if overran:
@@ -450,7 +456,7 @@ class Worker:
                 self._closed = True
             self.instance.stop("stack")
             return {"op": "exit"}
-        if current is not None:
+        if current is not None and not given_up:
             follow = self.points.after(current.message.get("op"), current.blob, result)
             if follow is not None:  # its checkpoint, in this turn, once its result is given
                 self._deliver()

@@ -12,16 +12,18 @@ from functools import lru_cache
 from importlib import resources
 
 from .capture import clip
+from .channel import OUTPUT_MARK
 from .convert import to_json_value
 from .errors import message_chars
 from .figures import MAX_FIGURES, png_size
 from .validate import problem, resolve
 
-__all__ = ["GUEST_MODULES", "MAX_FIGURES", "clip", "guest_sources", "message_chars", "png_size",
+__all__ = ["GUEST_MODULES", "MAX_FIGURES", "OUTPUT_MARK", "clip", "guest_sources", "message_chars", "png_size",
            "problem", "resolve", "to_json_value"]
 
 GUEST_PACKAGE = "tooliscode_guest"
-GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "invalid", "validate", "plain",
+GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "stream",
+                 "invalid", "validate", "plain",
                  "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
                  "rehearsal", "cells", "persist", "main")
 """In load order: each may import only the ones before it."""

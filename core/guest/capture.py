@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Capture", "clip"]
 
+_NEVER = float("inf")
+
 
 class Capture:
     """A text stream that keeps a bounded view of what was written to it.
@@ -45,6 +47,17 @@ class Capture:
         self._spill: Any = None
         self.spilled: str | None = None
         self.spill_full = False
+        self._mark: float = limit if limit is not None else _NEVER
+        """The total past which a write calls `_crossed`: the limit, or sooner for a
+        `streamer`. One comparison per write is all a cell that does not stream pays."""
+        self.streamer: Any = None
+        """The cell's `stream.Streamer` when its output is sent to the host as it comes."""
+        self.sent = 0
+        """Parts (of `_parts`) the streamer has taken."""
+        self.taken = 0
+        """The total when the streamer last took what was written."""
+        self.pend: list[str] | None = None
+        """Past the limit, what the streamer has not taken yet (`_parts` no longer holds it)."""
 
     @property
     def overflowed(self) -> bool:
@@ -61,7 +74,8 @@ class Capture:
         return False
 
     def flush(self) -> None:
-        pass
+        if self.streamer is not None:  # `print(..., flush=True)`: what waits goes now
+            self.streamer.flush()
 
     def fileno(self) -> int:
         raise io.UnsupportedOperation("captured output has no file descriptor")
@@ -77,16 +91,50 @@ class Capture:
         self.total += n
         if not self._head_room:  # still keeping everything
             self._parts.append(s)
-            if self.limit is not None and self.total > self.limit:
-                self._overflow()
-            return n
-        self._keep(s)
-        self._save(s)
+        else:
+            self._keep(s)
+            self._save(s)
+            if self.pend is not None:
+                self.pend.append(s)
+        if self.total > self._mark:
+            self._crossed()
         return n
+
+    def watch(self, at: float) -> None:
+        """Call the streamer's `crossed` once the total passes `at` (the limit still first)."""
+        limit = self.limit
+        self._mark = at if self._head_room or limit is None or at < limit else limit
+
+    def unwatch(self) -> None:
+        """No streamer any more: only the limit is watched."""
+        self.streamer, self.pend = None, None
+        self._mark = self.limit if not self._head_room and self.limit is not None else _NEVER
+
+    def take(self) -> str:
+        """What was written since the streamer last took it."""
+        self.taken = self.total
+        if self.pend is not None:
+            text = "".join(self.pend)
+            self.pend.clear()
+            return text
+        parts = self._parts
+        text = "".join(parts[self.sent:])
+        self.sent = len(parts)
+        return text
+
+    def _crossed(self) -> None:
+        if not self._head_room and self.limit is not None and self.total > self.limit:
+            self._overflow()
+        if self.streamer is not None:
+            self.streamer.crossed(self)
+        else:
+            self.unwatch()
 
     def _overflow(self) -> None:
         """The limit was just passed: switch from keeping everything to head and tail."""
         everything = "".join(self._parts)
+        if self.streamer is not None:  # what it has not taken is kept for it
+            self.pend = self._parts[self.sent:]
         self._parts = []
         self._head_room = max(1, int(self.limit * 0.6)) if self.limit else 1
         self._tail_room = max(1, (self.limit or 1) - self._head_room)
@@ -108,10 +156,15 @@ class Capture:
             self._head_len += len(take)
             s = s[len(take):]
         if s:
-            self._tail.append(s)
+            tail = self._tail
+            tail.append(s)
             self._tail_len += len(s)
-            while self._tail_len - len(self._tail[0]) >= self._tail_room:
-                self._tail_len -= len(self._tail.popleft())
+            # An `if` before the `while`: most writes drop one part, and a loop's jump back
+            # is what a streaming cell's monitor watches (see `stream.py`).
+            if self._tail_len - len(tail[0]) >= self._tail_room:
+                self._tail_len -= len(tail.popleft())
+                while self._tail_len - len(tail[0]) >= self._tail_room:
+                    self._tail_len -= len(tail.popleft())
 
     def _save(self, s: str) -> None:
         if self._spill is None or self._spill_left <= 0:

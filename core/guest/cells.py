@@ -11,6 +11,7 @@ from .capture import Capture
 from .convert import to_json_value
 from .describe import describe
 from .errors import describe_failure, remember_source, set_python_note, unawaited
+from .stream import Streamer
 from .tracebacks import let_go
 
 TYPE_CHECKING = False
@@ -218,14 +219,20 @@ class CellRunner:
         if info["cut"]:
             result["value_cut"] = info
 
-    def run(self, code: str) -> dict[str, Any]:
+    def run(self, code: str, stream: int | None = None,
+            streaming: bool = False) -> dict[str, Any]:
         """Run one cell. The report leaves out what is empty or unchanged (the host keeps the
-        last list of names), to keep the common small cell cheap."""
+        last list of names), to keep the common small cell cheap. With `streaming`, what the
+        cell prints is also sent to the host as it comes, `stream` characters at most (None:
+        no limit)."""
         self.count += 1
         figures.begin(self.count)
         filename = f"<cell-{self.count}>"
         remember_source(filename, code)
         out, err = self._capture("stdout"), self._capture("stderr")
+        streamer = Streamer(stream, out, err) if streaming else None
+        if streamer is not None:
+            streamer.start()
         ns = self.ns
         before = {k: id(ns[k]) for k in ns.keys() - self.baseline}
         result: dict[str, Any] = {"ok": True}
@@ -245,15 +252,17 @@ class CellRunner:
         finally:
             figures.finish(result)  # still captured: matplotlib's warnings are the cell's
             sys.stdout, sys.stderr = saved
+            aio = sys.modules.get("tooliscode_guest.aio")
+            forgotten = aio.cancel_all() if aio is not None else []
+            if forgotten and result["ok"]:  # a failed cell's error says what to fix first
+                err.write(unawaited(forgotten))
+            if streamer is not None:  # before the descriptors' own buffered output
+                streamer.finish()
             for raw in (sys.__stdout__, sys.__stderr__):
                 try:
                     raw.flush()  # C-level and sys.__stdout__ writes reach the host now
                 except Exception:  # noqa: BLE001
                     pass
-            aio = sys.modules.get("tooliscode_guest.aio")
-            forgotten = aio.cancel_all() if aio is not None else []
-            if forgotten and result["ok"]:  # a failed cell's error says what to fix first
-                err.write(unawaited(forgotten))
         if out.total:
             result["stdout"] = out.result()
         if err.total:

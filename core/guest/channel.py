@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 exchange: Callable[[bytes], Any] | None = None
 """Set at boot to the runtime's transport function."""
+before_request: Callable[[], None] | None = None
+"""Called before each request while a cell streams its output: what it printed goes first
+(see `stream.py`)."""
 
 
 class ChannelError(RuntimeError):
@@ -67,6 +70,8 @@ def request_encoded(frame: bytes) -> Any:
     """`request` for a message encoded in advance (when memory may be too short to encode)."""
     if exchange is None:
         raise ChannelError("the tooliscode channel is not connected")
+    if before_request is not None:
+        before_request()
     try:
         raw = exchange(frame)
     except OSError as exc:
@@ -75,6 +80,18 @@ def request_encoded(frame: bytes) -> Any:
         return marshal.loads(raw)
     except (EOFError, ValueError, TypeError) as exc:
         raise ChannelError(f"the host sent an unreadable answer: {exc}") from None
+
+
+OUTPUT_MARK = 1
+"""First byte of an output frame: then b"o" (stdout) or b"e" (stderr), then the text as
+UTF-8. Printed text crosses as it is, where JSON would escape it character by character (in
+the guest, several times what the crossing costs)."""
+_OUTPUT = {"stdout": bytes((OUTPUT_MARK, 0x6F)), "stderr": bytes((OUTPUT_MARK, 0x65))}
+
+
+def send_output(stream: str, text: str) -> Any:
+    """Hand the host a piece of the cell's `stream` ("stdout" or "stderr")."""
+    return request_encoded(_OUTPUT[stream] + text.encode("utf-8", "surrogatepass"))
 
 
 def round_trip() -> Any:

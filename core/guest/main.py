@@ -10,7 +10,7 @@ import builtins
 import os
 import sys
 
-from . import channel
+from . import channel, stream
 from .cells import CellRunner, FinalAnswer
 from .discovery import make_help, namespace_hint, search_tools
 from .errors import OUT_OF_MEMORY, describe_failure
@@ -96,7 +96,10 @@ class Guest:
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "cell":
-            result = self.runner.run(str(msg.get("code", "")))
+            stream = msg.get("stream", False)
+            result = self.runner.run(str(msg.get("code", "")),
+                                     stream if type(stream) is int else None,
+                                     stream is not False)
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
             return result
@@ -166,6 +169,7 @@ def prepare() -> None:
         sys.meta_path.insert(0, AfterImport("asyncio", _install_aio))
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     Unavailable.install()
+    stream.install()
     _loop = _Loop(Guest())
 
 

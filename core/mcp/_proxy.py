@@ -32,11 +32,12 @@ from typing_extensions import Self, Unpack
 
 from ..adapters import Catalog, CommonArgs, Facade, Options
 from ..codetool import CodeTool, Starting, Toolbox, require_key
-from ..engine import CellImage
+from ..engine import CellImage, OnOutput
 from ..errors import ToolIsCodeError
 from ..prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data, noted
 from ..tools import Tool, ToolRegistry, ToolStub, split_callers
 from ._client import MCPServer
+from ._progress import progress_sink
 from ._stdio import on_signals, stdin_lines
 
 __all__ = ["SEARCH_TOOL_NAME", "CodeModeProxy", "ProxyReply", "UpstreamError"]
@@ -252,7 +253,9 @@ class CodeModeProxy(Facade, Starting):
                 except ToolIsCodeError as exc:
                     reply = ProxyReply(str(exc), is_error=True)
             else:
-                reply = await self.call(params.name, params.arguments or {}, ctx if http else None)
+                output = self.options.output(str(ctx.request_id), progress_sink(ctx))
+                reply = await self.call(params.name, params.arguments or {},
+                                        ctx if http else None, output)
             return types.CallToolResult(content=_content(types, reply), is_error=reply.is_error)
 
         server = Server(self.name, version=__version__, instructions=self.instructions,
@@ -304,11 +307,12 @@ class CodeModeProxy(Facade, Starting):
     # -- the two tools ------------------------------------------------------------------------
 
     async def call(self, name: str, arguments: Mapping[str, Any],
-                   ctx: Any = None) -> ProxyReply:
+                   ctx: Any = None, on_output: OnOutput | None = None) -> ProxyReply:
         """Run one tool call of the client.
 
         `ctx` is the request context of an HTTP request (it picks the interpreter), or `None`
-        for the one interpreter of a stdio server.
+        for the one interpreter of a stdio server. `on_output` gets what the code prints as
+        it prints it (the server sends it as the request's progress).
         """
         if name == SEARCH_TOOL_NAME:
             return self.search(arguments)
@@ -328,7 +332,7 @@ class CodeModeProxy(Facade, Starting):
                          'example {"code": "print(1 + 1)"}', is_error=True)
         key, stateless = self._key(ctx)
         try:
-            out = await self.code_tool.arun_code(code, key=key)
+            out = await self.code_tool.arun_code(code, key=key, on_output=on_output)
         finally:
             if stateless:
                 await asyncio.to_thread(self.code_tool.drop, key)

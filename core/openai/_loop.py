@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapters import OutputSink
 from ..errors import ToolIsCodeError
 from ._callback import LLM
 from ._streaming import PartialCall, ToolCallAccumulator
@@ -170,20 +171,22 @@ async def _async_turn(wire: Wire, client: Any, request: dict[str, Any], stream: 
 def run_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode, model: str,
                      api: Api | None = None, max_iterations: int = 10, key: Hashable = None,
                      stream: bool = False, on_partial: Callable[[PartialCall], None] | None = None,
-                     **create: Any) -> LoopResult:
+                     on_output: OutputSink | None = None, **create: Any) -> LoopResult:
     """Run the conversation with an `openai.OpenAI` client until the model is done.
 
     `prompt` is the user's message, or a list of earlier items/messages to continue from
     (such as a previous `LoopResult.history` plus a new user message). `key` picks the
     toolset's session (the default one when `None`). With `stream=True` the replies are
-    streamed and `on_partial` sees each call's code as it grows. Other keywords go to the
-    API call as they are (e.g. `temperature`, `instructions`, `reasoning`).
+    streamed and `on_partial` sees each call's code as it grows; `on_output` sees what the
+    code prints while it runs (`OutputChunk`s, whether or not replies are streamed). Other
+    keywords go to the API call as they are (e.g. `temperature`, `instructions`, `reasoning`).
     """
     wire = wire_for(api or toolset.api)
     steps, outcome = _steps(wire, toolset, prompt, model, max_iterations, create), None
     while (step := _advance(steps, outcome)) is not None:
         outcome = (_sync_turn(wire, client, step.request, stream, on_partial)
-                   if isinstance(step, _Ask) else toolset.tool_call(step.item, key=key))
+                   if isinstance(step, _Ask) else toolset.tool_call(step.item, key=key,
+                                                                   **_watched(on_output)))
     return steps.done()
 
 
@@ -191,14 +194,23 @@ async def arun_conversation(client: Any, prompt: Prompt, *, toolset: ToolIsCode,
                             api: Api | None = None, max_iterations: int = 10,
                             key: Hashable = None, stream: bool = False,
                             on_partial: Callable[[PartialCall], None] | None = None,
+                            on_output: OutputSink | None = None,
                             **create: Any) -> LoopResult:
-    """`run_conversation` with an `openai.AsyncOpenAI` client."""
+    """`run_conversation` with an `openai.AsyncOpenAI` client (`on_output` is called on the
+    running loop, and what it returns awaited when it is awaitable)."""
     wire = wire_for(api or toolset.api)
     steps, outcome = _steps(wire, toolset, prompt, model, max_iterations, create), None
     while (step := _advance(steps, outcome)) is not None:
         outcome = (await _async_turn(wire, client, step.request, stream, on_partial)
-                   if isinstance(step, _Ask) else await toolset.atool_call(step.item, key=key))
+                   if isinstance(step, _Ask) else await toolset.atool_call(
+                       step.item, key=key, **_watched(on_output)))
     return steps.done()
+
+
+def _watched(on_output: OutputSink | None) -> dict[str, Any]:
+    """`on_output` for a code call, when given: a toolset that stands in for `ToolIsCode`
+    (the benchmarks' plain tool calling, say) need not take it otherwise."""
+    return {} if on_output is None else {"on_output": on_output}
 
 
 def _batch_key() -> str:

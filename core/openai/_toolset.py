@@ -22,7 +22,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from .._closing import Closing
-from ..adapters import Catalog, Facade, OptionArgs, Options
+from ..adapters import Catalog, Facade, OptionArgs, Options, OutputSink
 from ..codetool import Outcome, Reply, Sandbox, Toolbox
 from ..engine import CellResult, Limits, background_loop
 from ..errors import ToolError
@@ -190,39 +190,50 @@ class ToolIsCode(Facade, Closing):
 
     # -- running calls ------------------------------------------------------------------------
 
-    def tool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
+    def tool_call(self, item: Any, *, key: Hashable = None,
+                  on_output: OutputSink | None = None) -> ToolOutput:
         """Run one call of the code tool and return the output item to send back.
 
         `item` is a Responses `function_call` item or a Chat Completions tool call, as a dict
         or an openai SDK object; the answer has the same API's shape. Mistakes the model made
         (bad JSON, another tool's name, no code) come back as outputs, never as exceptions.
+        `on_output` (and the `on_output` option) get what the code prints while it runs, as
+        `OutputChunk`s named by the model's call id, on the thread that runs the code.
         """
         call = parse_call(item, self.name, self._inner, self._direct_names)
         if call.arguments is not None:
             return self._run_direct(call)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
-        reply = self.run_code(call.code, key=key, call_id=call.call_id)
+        reply = self.run_code(call.code, key=key, call_id=call.call_id, on_output=on_output)
         return _output(call, reply)
 
-    async def atool_call(self, item: Any, *, key: Hashable = None) -> ToolOutput:
-        """`tool_call` for async code: async tools and callbacks run on the running loop."""
+    async def atool_call(self, item: Any, *, key: Hashable = None,
+                         on_output: OutputSink | None = None) -> ToolOutput:
+        """`tool_call` for async code: async tools and callbacks run on the running loop, and
+        so does `on_output` (an awaitable it returns is awaited, in order)."""
         call = parse_call(item, self.name, self._inner, self._direct_names)
         if call.arguments is not None:
             return await self._arun_direct(call)
         if call.code is None:
             return ToolOutput(call.output(f"[error] {call.problem}"))
-        reply = await self.arun_code(call.code, key=key, call_id=call.call_id)
+        reply = await self.arun_code(call.code, key=key, call_id=call.call_id,
+                                     on_output=on_output)
         return _output(call, reply)
 
-    def run_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+    def run_code(self, code: str, *, key: Hashable = None, call_id: str = "",
+                 on_output: OutputSink | None = None) -> Reply:
         """Run `code` in conversation `key`'s session, without an API's call shape;
-        `callback` tools get request ids made from `call_id`."""
-        return self.code_tool.run_code(code, key=key, context=CallIds(call_id))
+        `callback` tools get request ids made from `call_id`, and so do the chunks of what it
+        prints (see `tool_call`)."""
+        return self.code_tool.run_code(code, key=key, context=CallIds(call_id),
+                                       on_output=self.options.output(call_id, on_output))
 
-    async def arun_code(self, code: str, *, key: Hashable = None, call_id: str = "") -> Reply:
+    async def arun_code(self, code: str, *, key: Hashable = None, call_id: str = "",
+                        on_output: OutputSink | None = None) -> Reply:
         """`run_code` for async code."""
-        return await self.code_tool.arun_code(code, key=key, context=CallIds(call_id))
+        return await self.code_tool.arun_code(code, key=key, context=CallIds(call_id),
+                                              on_output=self.options.output(call_id, on_output))
 
     def _direct_tool(self, call: CodeCall) -> Tool:
         tool = self._direct[call.name]

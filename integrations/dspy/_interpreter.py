@@ -105,7 +105,8 @@ class SandboxInterpreter(Facade):
     def _run(self, code: str) -> Reply:
         try:
             return self.code_tool.run_code(code, tools=self._tools.toolbox,
-                                           context=Cell(call_id="execute", tools=self._tools))
+                                           context=Cell(call_id="execute", tools=self._tools),
+                                           on_output=self.options.output("execute"))
         except SessionClosed as exc:
             raise CodeInterpreterError(str(exc)) from exc
 

@@ -26,6 +26,7 @@ class CodeModeTool(dspy.Tool, ToolsFacade):
     conversation: Any = None
     _tools: Tools[dspy.Tool, Cell] = PrivateAttr()
     _code_tool: CodeTool = PrivateAttr()
+    _options: Options = PrivateAttr()
 
     def __init__(self, tools: Tools[dspy.Tool, Cell], options: Options,
                  conversation: Hashable | Callable[[], Hashable] = None):
@@ -40,7 +41,8 @@ class CodeModeTool(dspy.Tool, ToolsFacade):
         choose = self.conversation
         key = choose() if callable(choose) else choose
         cell = Cell(call_id=self.name or "run_python", tools=self._tools)
-        return HOOKS.render(self.code_tool.run_code(code, key=key, context=cell))
+        return HOOKS.render(self.code_tool.run_code(code, key=key, context=cell,
+                                                    on_output=self._output(cell)))
 
 
 def as_dspy_tool(tools: Iterable[Any], *,

@@ -30,7 +30,7 @@ from langchain_core.messages import ToolCall
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
-from tooliscode import ToolError
+from tooliscode import OnOutput, ToolError
 from tooliscode.codetool import CodeTool, Reply, Step, Steps, adrive, drive
 from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
 
@@ -116,6 +116,8 @@ class Invocation:
     """The model's call of `run_python`, the same each time LangGraph runs it again."""
     turn: Turn
     calls: Mapping[str, CodeCall]
+    output: OnOutput | None = None
+    """Where what a new cell prints goes as it runs (a continued cell streams nothing)."""
 
     def run(self) -> Reply:
         return drive(_steps(self))
@@ -139,7 +141,8 @@ class RunCode:
 
     def _where(self) -> dict[str, Any]:
         i = self.of
-        return {"key": i.key, "context": i.turn, "call_id": i.outer, "decisions": self.decisions}
+        return {"key": i.key, "context": i.turn, "call_id": i.outer, "decisions": self.decisions,
+                "on_output": i.output}
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,18 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
 from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_function
+from langgraph.config import get_stream_writer
 from pydantic import PrivateAttr
-from tooliscode import Limits, ToolError
-from tooliscode.adapters import Binding, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode import Limits, OnOutput, ToolError
+from tooliscode.adapters import (
+    Binding,
+    Hooks,
+    OptionArgs,
+    Options,
+    OutputSink,
+    Tools,
+    ToolsFacade,
+)
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data
 from tooliscode.tools import return_schema
@@ -87,6 +96,24 @@ class _Hooks(Hooks[BaseTool, Turn]):
         """The thread: `thread_id` in the run config."""
         return ((context or {}).get("configurable") or {}).get("thread_id")
 
+    def output(self, cell: Turn) -> OutputSink | None:
+        """LangGraph's `custom` stream (`get_stream_writer()`), when the code tool runs in a
+        graph: each chunk as `OutputChunk.payload()`. The writer reads the graph's config from
+        the context, so it is called in a copy of the code tool's, on whichever thread."""
+        writer = _stream_writer()
+        if writer is None:
+            return None
+        context = contextvars.copy_context()
+        return lambda chunk: context.run(writer, chunk.payload())
+
+
+def _stream_writer() -> Any:
+    """The running LangGraph graph's stream writer, if the code tool runs in one."""
+    try:
+        return get_stream_writer()
+    except (RuntimeError, KeyError):  # not inside a graph's run
+        return None
+
 
 async def _ainvoke(tool: BaseTool, arguments: dict[str, Any], config: RunnableConfig) -> Any:
     try:
@@ -125,30 +152,42 @@ class CodeModeTool(BaseTool, ToolsFacade):
 
     _tools: Tools[BaseTool, Turn] = PrivateAttr()
     _code_tool: CodeTool = PrivateAttr()
+    _options: Options = PrivateAttr()
+
+    def _to_args_and_kwargs(self, tool_input: str | dict[str, Any],
+                            tool_call_id: str | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The model's call id too: it names the chunks of what the code prints."""
+        args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
+        return args, {**kwargs, "tool_call_id": tool_call_id}
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None,
-             *, config: RunnableConfig) -> str | list[dict[str, Any]]:
+             *, config: RunnableConfig, tool_call_id: str | None = None
+             ) -> str | list[dict[str, Any]]:
         key, turn = self._tools.hooks.key(config), self._turn(config, run_manager, False)
+        output = self._output(turn, tool_call_id)
         if turn.chain is None:
-            reply = self.code_tool.run_code(code, key=key, context=turn)
+            reply = self.code_tool.run_code(code, key=key, context=turn, on_output=output)
         else:
-            reply = self._invocation(code, key, turn).run()
+            reply = self._invocation(code, key, turn, output).run()
         return self._tools.hooks.render(reply)
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
-                    *, config: RunnableConfig) -> str | list[dict[str, Any]]:
+                    *, config: RunnableConfig, tool_call_id: str | None = None
+                    ) -> str | list[dict[str, Any]]:
         key, turn = self._tools.hooks.key(config), self._turn(config, run_manager, True)
+        output = self._output(turn, tool_call_id)
         if turn.chain is None:
-            reply = await self.code_tool.arun_code(code, key=key, context=turn)
+            reply = await self.code_tool.arun_code(code, key=key, context=turn,
+                                                   on_output=output)
         else:
-            reply = await self._invocation(code, key, turn).arun()
+            reply = await self._invocation(code, key, turn, output).arun()
         return self._tools.hooks.render(reply)
 
-    def _invocation(self, code: str, key: Any, turn: Turn) -> Invocation:
+    def _invocation(self, code: str, key: Any, turn: Turn, output: OnOutput | None) -> Invocation:
         assert turn.chain is not None
         hooks = self._tools.hooks
         assert isinstance(hooks, _Hooks)
-        return Invocation(self.code_tool, code, key, turn.call_id, turn, hooks.calls)
+        return Invocation(self.code_tool, code, key, turn.call_id, turn, hooks.calls, output)
 
     def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
         """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""

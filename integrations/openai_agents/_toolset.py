@@ -171,9 +171,12 @@ class CodeModeToolset(Facade, Closing):
                 # A new call reusing the id of a pause its run left behind (scripted models
                 # and some providers reuse ids): a cell in between gives that pause up.
                 await self.code_tool.arun_code("None", key=key, tools=listing.toolbox)
+            # The SDK's streamed runs have no event a tool can add (openai-agents-python#1333):
+            # what the code prints goes only to the application's own `on_output`.
             reply = await self.code_tool.arun_code(
                 code, key=key, context=cell, tools=listing.toolbox, call_id=call_id,
-                decisions=resumed.decisions if resumed is not None else None)
+                decisions=resumed.decisions if resumed is not None else None,
+                on_output=self.options.output(ctx.tool_call_id))
             if reply.paused and cell.tripped is None:
                 return self._pause(ctx, key, listing, reply)
         except Exception as exc:  # noqa: BLE001 - a failed cell must not fail the run

@@ -22,6 +22,8 @@ the message history), so a later run continuing the same conversation finds its 
 
 from ._capability import CodeMode
 from ._deferred import CodeModeApprovals
+from ._output import CodeOutputEvent
 from ._toolset import CodeModeArgs, CodeModeToolset, Scope
 
-__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeArgs", "CodeModeToolset", "Scope"]
+__all__ = ["CodeMode", "CodeModeApprovals", "CodeModeArgs", "CodeModeToolset", "CodeOutputEvent",
+           "Scope"]

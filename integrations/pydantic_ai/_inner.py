@@ -17,12 +17,13 @@ from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import ToolsetTool
 from tooliscode import ToolError
-from tooliscode.adapters import Binding, Cell, Hooks
+from tooliscode.adapters import Binding, Cell, Hooks, OutputSink
 from tooliscode.codetool import Reply
 from tooliscode.engine import CallPaused, current_call, run_in
 from tooliscode.tools import Caller, split_callers
 
 from ._deferred import pause_metadata
+from ._output import emitter
 
 __all__ = ["HOOKS", "InnerCell", "split", "with_images"]
 
@@ -36,6 +37,8 @@ class InnerCell(Cell):
     """The code tool's context, so tracing spans of inner calls nest under it."""
     decided: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Decisions handed in with this call: calls decided now wait for the rest, unasked."""
+    run: RunContext[Any] | None = None
+    """The code tool call's own context: what the code prints is emitted into its run."""
 
 
 class _Hooks(Hooks[ToolsetTool[Any], InnerCell]):
@@ -49,6 +52,10 @@ class _Hooks(Hooks[ToolsetTool[Any], InnerCell]):
                           parameters=tool_def.parameters_json_schema,
                           output_schema=tool_def.return_schema,
                           approval="always" if tool_def.kind == "unapproved" else "never")
+
+    def output(self, cell: InnerCell) -> OutputSink | None:
+        """`CodeOutputEvent`s, emitted into the agent run's event stream."""
+        return emitter(cell.run) if cell.run is not None else None
 
     async def call(self, cell: InnerCell, binding: Binding[ToolsetTool[Any]],
                    arguments: dict[str, Any], call_id: str) -> Any:

@@ -218,7 +218,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
         manager = ToolManager(toolset=self.wrapped, ctx=ctx, tools=tool.inner,
                               root_capability=parent.root_capability if parent else None)
         cell = InnerCell(manager=manager, context=contextvars.copy_context(), tools=tool.tools,
-                         call_id=ctx.tool_call_id or self.options.name)
+                         call_id=ctx.tool_call_id or self.options.name, run=ctx)
         reply = await self._cell(ctx, cell, tool_args["code"])
         return HOOKS.pause(cell, reply) if reply.paused else HOOKS.render(reply)
 
@@ -227,9 +227,12 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
         approved (`cell.decided`: the decisions handed in)."""
         call_id = cell.call_id
 
+        output = self.options.output(call_id, HOOKS.output(cell))
+
         async def run(where: dict[str, Any], decisions: Mapping[str, Decision] | None) -> Reply:
             return await self.code_tool.arun_code(code, context=cell, tools=cell.tools.toolbox,
-                                                  call_id=call_id, decisions=decisions, **where)
+                                                  call_id=call_id, decisions=decisions,
+                                                  on_output=output, **where)
 
         decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
         where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)

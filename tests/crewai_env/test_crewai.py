@@ -187,3 +187,17 @@ def test_an_approval_hook_asks_for_the_codes_calls_too(monkeypatch) -> None:
         code.close()
     assert asked == ["{'to': 'ann'}"] and SENT == []
     assert out.startswith("answer: refused:")
+
+
+def test_on_output_gets_what_the_code_prints_as_it_runs() -> None:
+    """CrewAI's streamed chunks carry the model's text and tool calls, not a running tool's
+    progress: what the code prints goes to `on_output`."""
+    chunks: list[Any] = []
+    analyst = Agent(role="Analyst", goal="Answer about orders", backstory="Knows the shop.",
+                    llm=Script(model="script"), tools=[list_orders])
+    code = code_mode(analyst, limits=Limits(timeout_s=60), on_output=chunks.append)
+    try:
+        kickoff(analyst, "for i in range(50):\n    print(f'row {i}')")
+    finally:
+        code.close()
+    assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(50))
