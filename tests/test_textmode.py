@@ -62,6 +62,13 @@ def test_reasoning_sections_are_never_code(reply, reasoning, cells, prose):
     assert "<think>" not in strip_think(reply).lower()
 
 
+@pytest.mark.parametrize("runtime, python", [("default", "Python 3.14"),
+                                              ("data", "Python 3.15 with numpy")])
+def test_the_instructions_name_the_sandbox_python(runtime, python):
+    with TextMode([stock], runtime=runtime) as tm:  # no guest starts: only the prompt is read
+        assert tm.instructions.startswith(f"You can run code in {python}")
+
+
 def test_step_runs_the_blocks_in_one_session_and_says_what_to_send_back():
     with TextMode([stock]) as tm:
         assert "```python" in tm.instructions and "def stock(sku: str) -> int:" in tm.instructions

@@ -86,6 +86,11 @@ def test_instructions_name_every_tool(tic):
     assert "llm_query" not in text
 
 
+def test_a_key_is_given_per_call_and_the_constructor_says_so():
+    with pytest.raises(TypeError, match=r"pass key=conversation_id to each tool_call"):
+        ToolIsCode([add], key="chat-1")
+
+
 def test_dict_tools_need_a_callback():
     with pytest.raises(ValueError, match="callback"):
         ToolIsCode([WEATHER])

@@ -40,7 +40,7 @@ class Options:
     """The sandbox's options, as every front end takes them."""
 
     runtime: Runtime | str | None = None
-    """The sandbox's Python: "default" (CPython 3.12) or "data" (numpy, pandas, ...)."""
+    """The sandbox's Python: "default" (CPython 3.14) or "data" (numpy, pandas, ...)."""
     limits: Limits | None = None
     """Per cell: wall time, memory, output, tool calls (see `Limits`)."""
     store: SessionStore | Keeper | None = None

@@ -12,7 +12,7 @@ __all__ = ["runtime_argument", "use_runtime"]
 
 def runtime_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime", choices=("default", "data"), metavar="NAME",
-                        help="the sandbox's Python: 'default' (CPython 3.12, standard library) "
+                        help="the sandbox's Python: 'default' (CPython 3.14, standard library) "
                              "or 'data' (CPython 3.15 with numpy, pandas, matplotlib...; "
                              "pip install 'tooliscode[data]'); default: $TOOLISCODE_RUNTIME, "
                              "else 'default'")

@@ -155,7 +155,7 @@ def extract_code(text: str) -> list[str]:
 
 
 _TEXT_GUIDE = """\
-You can run Python 3.12 code. Write it in a fenced block that starts with ```python and ends
+You can run code in {python}. Write it in a fenced block that starts with ```python and ends
 with ```; every such block in your reply runs, in order, in a sandboxed session that lasts
 the whole conversation (variables, functions and imports stay defined), and what it prints
 (and the value of a last expression) comes back to you in the next message. The tools below
@@ -222,7 +222,8 @@ class TextMode(Closing):
         """The system prompt part: how to write code, then the tool catalog."""
         if self._instructions is None:
             notes = [LLM_QUERY_NOTE] if self.toolset.llm is not None else []
-            self._instructions = with_catalog("\n".join([_TEXT_GUIDE, *notes]),
+            guide = _TEXT_GUIDE.format(python=self.toolset.options.python)
+            self._instructions = with_catalog("\n".join([guide, *notes]),
                                               self.toolset.registry, self._catalog_chars)
         return self._instructions
 

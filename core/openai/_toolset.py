@@ -119,6 +119,10 @@ class ToolIsCode(Facade, Closing):
                  **options: Unpack[OptionArgs]):
         if api not in ("responses", "chat"):
             raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
+        if "key" in options:
+            raise TypeError("ToolIsCode() takes no key=: one instance serves every "
+                            "conversation; pass key=conversation_id to each tool_call, "
+                            "atool_call, run_code or run_conversation")
         self.api: Api = api
         self.options = Options(**options)
         """Every front end's options (`tooliscode.adapters.Options`)."""

@@ -35,9 +35,9 @@ class SandboxInterpreter(Facade):
     """
 
     execution_instructions: ClassVar[str] = (
-        "Python (CPython 3.12; numpy and pandas with runtime='data') runs in a WebAssembly "
-        "sandbox in this process. State persists across executions; the standard library is "
-        "there, but no network, subprocesses or host files.")
+        "Python (CPython 3.14; CPython 3.15 with numpy and pandas with runtime='data') runs in a "
+        "WebAssembly sandbox in this process. State persists across executions; the standard "
+        "library is there, but no network, subprocesses or host files.")
 
     def __init__(self, tools: dict[str, Any] | None = None,
                  output_fields: list[dict[str, Any]] | None = None,
