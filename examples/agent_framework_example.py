@@ -83,10 +83,14 @@ def client() -> Any:
 
 
 async def main() -> int:
+    # --8<-- [start:provider]
     codeact = CodeActProvider(tools=TOOLS)
+    # --8<-- [end:provider]
     try:
+        # --8<-- [start:agent]
         agent = Agent(client=client(), instructions="You answer questions about the store.",
                       context_providers=[codeact])  # the one-line change
+        # --8<-- [end:agent]
         session = AgentSession()
         result = await agent.run(PROMPT, session=session)
         for message in result.messages:

@@ -62,9 +62,11 @@ def show_call(context: Any) -> None:
 
 def main() -> None:
     register_before_tool_call_hook(show_call)
+    # --8<-- [start:change]
     analyst = Agent(role="Store analyst", goal="Answer questions about the store",
                     backstory="You know the store's data.", llm=model())
     code = code_mode(analyst, TOOLS)  # the change: the store's tools, as one code tool
+    # --8<-- [end:change]
     crew = Crew(agents=[analyst], tasks=[])
     try:
         for question in (QUESTION, FOLLOW_UP):

@@ -39,9 +39,11 @@ def model() -> dspy.BaseLM:
 
 
 def main() -> None:
+    # --8<-- [start:change]
     # every code-running module made from here on runs its code in the sandbox
     dspy.configure(lm=model(), interpreter_factory=SandboxInterpreter)
     rlm = dspy.RLM("question -> answer", tools=TOOLS, max_iters=4)
+    # --8<-- [end:change]
     print(f"=== user: {QUESTION}")
     out = rlm(question=QUESTION)
     for i, step in enumerate(out.trajectory, 1):

@@ -37,8 +37,10 @@ def model() -> dspy.BaseLM:
 
 
 def main() -> None:
+    # --8<-- [start:change]
     code = as_dspy_tool(TOOLS)  # the one change: tools=[code] instead of tools=TOOLS
     react = dspy.ReAct("question -> answer", tools=[code])
+    # --8<-- [end:change]
     try:
         with dspy.context(lm=model()):
             for question in (QUESTION, FOLLOW_UP):

@@ -56,10 +56,12 @@ def show_call(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
 
 
 async def main() -> None:
+    # --8<-- [start:change]
     code = CodeModeToolset(TOOLS)  # the one-line change: tools=[code] instead of tools=TOOLS
     agent = LlmAgent(name="store_analyst", model=model(), tools=[code],
                      instruction="Answer questions about the store.",
                      before_tool_callback=show_call)
+    # --8<-- [end:change]
     runner = InMemoryRunner(agent=agent, app_name="store")
     session = await runner.session_service.create_session(app_name="store", user_id="ada")
     try:

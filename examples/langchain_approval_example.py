@@ -106,10 +106,12 @@ def model() -> Any:
 
 
 def agent(checkpointer: Any, store: FolderStore) -> tuple[Any, CodeModeMiddleware]:
+    # --8<-- [start:agent]
     hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})  # as for direct calls
     code = CodeModeMiddleware([find_late_orders, send_email], store=store)  # finds the review
     graph = create_agent(model(), middleware=[code, hitl], checkpointer=checkpointer,
                          system_prompt="Email every customer whose order is late.")
+    # --8<-- [end:agent]
     return graph, code
 
 
@@ -124,6 +126,7 @@ def show_pause(result: Any) -> list[dict]:
     return actions
 
 
+# --8<-- [start:decide]
 def decide(actions: list[dict]) -> Command:
     """The person approves the first email and rejects the others."""
     decisions = [{"type": "approve"}] + [
@@ -134,6 +137,7 @@ def decide(actions: list[dict]) -> Command:
         print(f"  {decision['type']} {action['args']['to']}" +
               (f": {decision['message']}" if "message" in decision else ""))
     return Command(resume={"decisions": decisions})
+# --8<-- [end:decide]
 
 
 def show_end(result: Any) -> None:
@@ -149,9 +153,11 @@ def in_this_process(folder: Path) -> None:
     graph, code = agent(InMemorySaver(), FolderStore(folder / "sandboxes"))
     config = {"configurable": {"thread_id": "late-orders-1"}}
     try:
+        # --8<-- [start:resume]
         result = graph.invoke({"messages": [("user", "Email the customers with late orders.")]},
                               config, version="v2")
         result = graph.invoke(decide(show_pause(result)), config, version="v2")
+        # --8<-- [end:resume]
         show_end(result)
     finally:
         code.close()

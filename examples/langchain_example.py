@@ -113,8 +113,10 @@ def model() -> Any:
 
 
 def main() -> None:
+    # --8<-- [start:change]
     code_tool = as_langchain_tool([list_tickets, get_customer])  # the one-line change
     agent = create_agent(model(), tools=[code_tool])
+    # --8<-- [end:change]
     runs = ChildRuns()
     config = {"configurable": {"thread_id": "support-desk"}, "callbacks": [runs]}
     messages: list[Any] = []

@@ -48,9 +48,11 @@ def model() -> Any:
 
 
 async def main() -> None:
+    # --8<-- [start:change]
     code = as_llama_index_tool(TOOLS)  # the one-line change: tools=[code] instead of tools=TOOLS
     agent = FunctionAgent(tools=[code], llm=model(),
                           system_prompt="Answer questions about the store.")
+    # --8<-- [end:change]
     ctx = Context(agent)  # one conversation: its interpreter is keyed by this context
     try:
         for question in (QUESTION, FOLLOW_UP):

@@ -86,9 +86,11 @@ async def with_agent(time_server: MCPServer, git_server: MCPServer, repo: str) -
     real = bool(os.environ.get("OPENAI_API_KEY"))
     if not real:
         set_trace_processors([])  # offline: export no traces
+    # --8<-- [start:agent]
     code = CodeModeToolset(mcp_servers=[time_server, git_server])
     agent = Agent(name="Assistant", instructions=code.instructions("Be precise."),
                   tools=[code.tool], **({} if real else {"model": scripted_model(repo)}))
+    # --8<-- [end:agent]
     async with code:
         result = await Runner.run(agent, QUESTION.format(repo=repo))
     print(result.final_output)

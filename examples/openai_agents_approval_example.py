@@ -85,14 +85,17 @@ def scripted_model(resumed: bool = False) -> ScriptedModel:
 def support_agent(store: str, resumed: bool = False) -> tuple[Agent, CodeModeToolset]:
     real = bool(os.environ.get("OPENAI_API_KEY"))
     set_tracing_disabled(not real)  # offline, no traces to export
+    # --8<-- [start:agent]
     code = CodeModeToolset([find_late_orders, send_email], conversation="ticket-7",
                            store=FolderStore(store))
     agent = Agent(name="Support", tools=code.tools,
                   instructions=code.instructions("Email every customer whose order is late."),
                   **({} if real else {"model": scripted_model(resumed)}))
+    # --8<-- [end:agent]
     return agent, code
 
 
+# --8<-- [start:decide]
 def decide(state: RunState, who: str) -> None:
     """The person: approves each email, except to Bob, who asked not to be emailed."""
     for item in state.get_interruptions():
@@ -103,6 +106,7 @@ def decide(state: RunState, who: str) -> None:
         else:
             state.approve(item)
             print(f"  {who} approves {item.tool_name} to {to} ({item.call_id})")
+# --8<-- [end:decide]
 
 
 def show(result) -> None:
@@ -115,12 +119,14 @@ async def first_process(store: str, state_file: Path) -> None:
     agent, code = support_agent(store)
     async with code:
         print("=== this process: the run pauses at the code's first email")
+        # --8<-- [start:resume]
         result = await Runner.run(agent, "Email the customers whose orders are late.")
         show(result)
         state = result.to_state()
         decide(state, "the person")
         print("=== this process: resumed, the cell goes on to the next email")
         result = await Runner.run(agent, state)
+        # --8<-- [end:resume]
         show(result)
         state_file.write_text(json.dumps(result.to_state().to_json()))
         print(f"  emails sent by this process: {SENT}")
@@ -130,7 +136,9 @@ async def first_process(store: str, state_file: Path) -> None:
 async def second_process(store: str, state_file: Path) -> None:
     agent, code = support_agent(store, resumed=True)
     async with code:
+        # --8<-- [start:restore]
         state = await RunState.from_json(agent, json.loads(state_file.read_text()))
+        # --8<-- [end:restore]
         print(f"  restored {len(state.get_interruptions())} pending approval(s)")
         while True:
             decide(state, "the person")

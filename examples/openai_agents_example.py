@@ -86,10 +86,12 @@ async def main() -> None:
     real = bool(os.environ.get("OPENAI_API_KEY"))
     spans = InnerCalls()
     set_trace_processors([spans])
+    # --8<-- [start:change]
     # The two-line change: wrap the tools, then use the toolset's tool and instructions.
     code = CodeModeToolset([list_orders, get_customer])
     agent = Agent(name="Analyst", instructions=code.instructions("Answer in one short paragraph."),
                   tools=[code.tool], **({} if real else {"model": scripted_model()}))
+    # --8<-- [end:change]
     async with code:
         result = await Runner.run(agent, QUESTION)
     for item in result.new_items:

@@ -85,11 +85,14 @@ def model() -> object:
     return FunctionModel(scripted)
 
 
+# --8<-- [start:agent]
 def make_agent(code_mode: CodeMode) -> Agent:
     return Agent(model(), toolsets=[shop], capabilities=[code_mode],
                  output_type=[str, DeferredToolRequests])
+# --8<-- [end:agent]
 
 
+# --8<-- [start:decide]
 def decide(requests: DeferredToolRequests) -> DeferredToolResults:
     """The person: Bob's email is rejected (he was called instead), the others approved."""
     answers: dict[str, Any] = {}
@@ -100,6 +103,7 @@ def decide(requests: DeferredToolRequests) -> DeferredToolResults:
         print(f"    {call.tool_name}(to={to!r}) id={call.tool_call_id}: "
               f"{'rejected' if rejected else 'approved'}")
     return requests.build_results(approvals=answers)
+# --8<-- [end:decide]
 
 
 async def in_this_process() -> None:
@@ -107,12 +111,14 @@ async def in_this_process() -> None:
     code_mode = CodeMode()
     agent = make_agent(code_mode)
     try:
+        # --8<-- [start:resume]
         result = await agent.run(QUESTION)
         while isinstance(result.output, DeferredToolRequests):
             print(f"--- the run paused ({DONE['orders looked up']} lookup, "
                   f"{DONE['emails sent']} emails so far)")
             result = await agent.run(message_history=result.all_messages(),
                                      deferred_tool_results=decide(result.output))
+        # --8<-- [end:resume]
         print(f"=== assistant: {result.output}")
     finally:
         code_mode.close()

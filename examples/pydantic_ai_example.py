@@ -85,8 +85,10 @@ def model() -> object:
 
 
 async def main() -> None:
+    # --8<-- [start:change]
     agent = Agent(model(), deps_type=Warehouse,
                   toolsets=[CodeModeToolset(inventory)])  # the one-line change
+    # --8<-- [end:change]
     result = await agent.run(QUESTION, deps=Warehouse(name="Lyon", reorder_level=15))
     for message in result.all_messages():
         for part in message.parts:

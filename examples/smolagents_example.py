@@ -85,9 +85,11 @@ def model() -> Model:
 
 
 def main() -> int:
+    # --8<-- [start:change]
     executor = WasmExecutor(limits=Limits(timeout_s=60))
     with CodeAgent(tools=TOOLS, model=model(), executor=executor,  # the one-line change
                    verbosity_level=0) as agent:
+        # --8<-- [end:change]
         answer = agent.run(PROMPT)
         for step in agent.memory.steps:
             if getattr(step, "code_action", None):

@@ -65,6 +65,21 @@ def load(name: str) -> ModuleType:
     return module
 
 
+def test_openai_example() -> None:
+    """Your own Responses loop, then run_conversation, each answering from one cell."""
+    out, ex = run_example("openai_example"), load("openai_example")
+    paid: Counter[str] = Counter()
+    for order in ex.ORDERS:
+        if order["status"] == "paid":
+            paid[order["customer"]] += order["total"]
+    best, total = paid.most_common(1)[0]
+    line = f"{ex.get_customer(best)} {round(total, 2)}"
+    own, shipped = out.split("=== run_conversation")
+    assert own.count("--- the model's code ---") == 1 and f"--- it read ---\n{line}" in own
+    assert f"=== your own loop\nThe top payer: {line}" in own
+    assert shipped == f", 2 model calls\nThe top payer: {line}\n"
+
+
 def test_pydantic_ai_example() -> None:
     out, ex = run_example("pydantic_ai_example"), load("pydantic_ai_example")
     for category in ("kitchen", "toys"):
