@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 from tooliscode import ToolError, ToolIsCode
-from tooliscode.openai._loop import (
+from tooliscode.openai import (  # the async forms too, where the errors send users
     MaxIterationsExceeded,
     arun_batch,
     arun_conversation,

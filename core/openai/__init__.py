@@ -3,7 +3,15 @@ conversation loop, streaming, text mode, and (in `testing`) a scripted OpenAI-co
 server."""
 
 from ._callback import LLM, LLM_TOOL_NAME
-from ._loop import LoopResult, MaxIterationsExceeded, llm_from_client, run_batch, run_conversation
+from ._loop import (
+    LoopResult,
+    MaxIterationsExceeded,
+    arun_batch,
+    arun_conversation,
+    llm_from_client,
+    run_batch,
+    run_conversation,
+)
 from ._streaming import PartialCall, ToolCallAccumulator, partial_code
 from ._text_mode import ParsedReply, TextMode, TextTurn, extract_code, parse_reply, strip_think
 from ._tool_call import CodeCall, parse_call
@@ -11,5 +19,6 @@ from ._toolset import ToolIsCode, ToolOutput
 
 __all__ = ["LLM", "LLM_TOOL_NAME", "CodeCall", "LoopResult", "MaxIterationsExceeded",
            "ParsedReply", "PartialCall", "TextMode", "TextTurn", "ToolCallAccumulator",
-           "ToolIsCode", "ToolOutput", "extract_code", "llm_from_client", "parse_call",
+           "ToolIsCode", "ToolOutput", "arun_batch", "arun_conversation", "extract_code",
+           "llm_from_client", "parse_call",
            "parse_reply", "partial_code", "run_batch", "run_conversation", "strip_think"]
