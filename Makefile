@@ -10,7 +10,7 @@ CREW       := .venv-crewai
 CREW_PY    := $(CREW)/bin/python
 CREW_STAMP := $(CREW)/.installed
 
-.PHONY: setup warm demo test bench lint clean
+.PHONY: setup warm demo test bench lint docs typed clean
 
 # The two environments install side by side: most of an install is waiting on downloads and
 # unpacking, which two jobs overlap. The data runtime's first compile (a minute and a half of
@@ -43,7 +43,7 @@ demo: $(STAMP)
 # tests/unit boots no guest; the examples are the README's, on the default runtime, and what
 # they show is tested on both runtimes by the other files; the first uses into a fresh cache
 # and the command runtime's own tests pin their runtimes, whichever the suite's is, so once is
-# enough).
+# enough; the docs show the default runtime's output).
 PINNED := tests/test_runtime.py::test_a_fresh_cache_builds_and_compiles_once_and_says_so \
 	tests/test_runtime.py::test_without_componentize_py_a_missing_component_is_a_clear_error
 test: setup
@@ -51,6 +51,7 @@ test: setup
 	$(CREW_PY) -m pytest -q tests/crewai_env
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
 		--ignore=tests/data --ignore=tests/unit --ignore=tests/test_examples.py \
+		--ignore=tests/test_docs.py \
 		--ignore=tests/test_command_runtime.py --ignore=tests/test_tiers.py \
 		$(addprefix --deselect ,$(PINNED))
 	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
@@ -61,14 +62,22 @@ bench: setup
 # mypy reads the package as it is installed (core/ is `tooliscode`, integrations/ is
 # `tooliscode.integrations`), which an editable install hides behind an import hook: a tree of
 # links shows it that layout. What it checks is in pyproject.toml ([tool.mypy]).
+# The API reference (`make docs`) reads the same tree.
 TYPED := build/typed
-lint: setup
-	$(PY) -m ruff check core integrations tests examples benchmarks
-	$(VENV)/bin/lint-imports
+typed:
 	rm -rf $(TYPED) && mkdir -p $(TYPED)/tooliscode
 	for p in core/*; do ln -s ../../../$$p $(TYPED)/tooliscode/; done
 	ln -s ../../../integrations $(TYPED)/tooliscode/integrations
+
+lint: setup typed
+	$(PY) -m ruff check core integrations tests examples benchmarks
+	$(VENV)/bin/lint-imports
 	cd $(TYPED) && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml
+
+# The documentation site (mkdocs.yml), into build/site. Strict: a broken link, anchor, include
+# or API reference fails the build. `$(VENV)/bin/mkdocs serve` previews it.
+docs: $(STAMP) typed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) $(CREW) build *.egg-info
