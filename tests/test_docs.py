@@ -20,15 +20,14 @@ import contextlib
 import dataclasses
 import io
 import json
-import os
 import re
 import shlex
 import sys
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tomllib
 from tooliscode import Limits
 from tooliscode.cli import COMMANDS
 from tooliscode.mcp import parse_config
