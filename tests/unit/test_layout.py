@@ -55,9 +55,10 @@ def test_the_contracts_fail_on_an_import_against_them(tmp_path, module, line):
 
 
 def _readme_imports() -> list[tuple[str, list[str]]]:
-    """Every `from tooliscode... import names` and `import tooliscode...` in the README's code,
-    and every `tooliscode.path.Name` it names in its text."""
-    text = (ROOT / "README.md").read_text()
+    """Every `from tooliscode... import names` and `import tooliscode...` in the README's and
+    the documentation's code, and every `tooliscode.path.Name` they name in their text."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
     found: list[tuple[str, list[str]]] = []
     for module, names in re.findall(r"from (tooliscode[\w.]*) import ([\w, ]+)", text):
         found.append((module, [n.strip() for n in names.split(",") if n.strip()]))
@@ -72,7 +73,7 @@ OWN_ENVIRONMENT = {"tooliscode.integrations.crewai": "crewai"}
 README names are checked there, by tests/crewai_env."""
 
 
-def test_every_public_name_the_readme_shows_imports_from_where_it_shows_it():
+def test_every_public_name_the_readme_and_docs_show_imports_from_where_they_show_it():
     shown = _readme_imports()
     assert len(shown) > 15, shown
     with warnings.catch_warnings():
