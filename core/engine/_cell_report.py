@@ -187,7 +187,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
                  workdir: Path, names: tuple[str, ...] = ()) -> CellResult:
     """`names` are the guest's names before the cell: the report has "names" only when they
     changed."""
-    cell: Cell = command.context
+    cell: Cell = command.ctx
     report = report if isinstance(report, dict) else {}
     notices: list[str] = list(command.notices)
     if lost is not None:
@@ -256,7 +256,7 @@ def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limit
                 workdir: Path) -> CellResult:
     """A cell that was stopped: what stopped it and when, what it did that stands (its tool
     calls, its files), and what the session holds now (`came`)."""
-    cell: Cell = command.context
+    cell: Cell = command.ctx
     ran_s = time.perf_counter() - cell.started
     t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
     head = _TRAP_TEXT.get(trap.reason, "").format(t=t, ran=f"{ran_s:.2f} s") \

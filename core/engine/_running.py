@@ -116,7 +116,7 @@ class CellRunner:
         for _attempt in range(2):
             worker = self._ensure_worker(settle=False)
             command = self._start(code, loop, steer, worker)
-            waiter = Waiter(command, command.context.calls.parking.signal)
+            waiter = Waiter(command, command.ctx.calls.parking.signal)
             worker.submit(command)
             result = self._wait_cell(worker, command, code, waiter, self._watchdog())
             if result is not None:
@@ -126,7 +126,7 @@ class CellRunner:
     def _wait_cell(self, worker: Worker, command: Command[Cell], code: str, waiter: Waiter,
                    watchdog: float | None) -> CellResult | None:
         """Wait for the cell to end or pause; None when the guest died before taking it."""
-        calls, paused = command.context.calls, False
+        calls, paused = command.ctx.calls, False
         self._running = (worker, command)
         try:
             outcome = waiter.wait(watchdog)
@@ -156,7 +156,7 @@ class CellRunner:
             command = self._start(code, loop, steer, worker)
             worker.submit(command)
             result = await self._await_cell(worker, command, code,
-                                            command.context.calls.parking.signal,
+                                            command.ctx.calls.parking.signal,
                                             self._watchdog(), loop)
             if result is not None:
                 return result
@@ -174,7 +174,7 @@ class CellRunner:
             waiting.cancel()
 
         timer = loop.call_later(watchdog, expire) if watchdog is not None else None
-        calls = command.context.calls
+        calls = command.ctx.calls
         self._running = (worker, command)
         try:
             outcome = await waiting
@@ -250,7 +250,7 @@ class CellRunner:
         except Exception:  # noqa: BLE001 - a guest that died is replaced by the next cell
             pass
         finally:
-            parked.command.context.calls.close()
+            parked.command.ctx.calls.close()
         self._notices.append(ABANDONED)
 
     def _forget_cells(self) -> None:
@@ -263,7 +263,7 @@ class CellRunner:
         return worker is not None and worker.alive
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
-        command.context.calls.cancel_all()
+        command.ctx.calls.cancel_all()
         worker.stop(reason)
         return self._trapped(worker, command,
                              GuestTrap("timeout", "a tool call did not return in time"))

@@ -188,7 +188,7 @@ class Session(CellRunner, Closing):
         # cancelled tool call's error, say) is not its result, nor kept.
         if not settle(command.future, error=GuestTrap("cancelled", "the cell was cancelled")):
             return False  # it had ended
-        command.context.calls.cancel_all()
+        command.ctx.calls.cancel_all()
         worker.stop("cancelled")
         return True
 
@@ -202,7 +202,7 @@ class Session(CellRunner, Closing):
     def paused_for(self) -> str | None:
         """The code tool call (`run(call_id=...)`) whose cell is paused, if one is."""
         parked = self._parked
-        return parked.command.context.calls.outer_id if parked is not None else None
+        return parked.command.ctx.calls.outer_id if parked is not None else None
 
     def paused_log(self) -> CellLog | None:
         """The paused cell as a log to continue it in another process (`run(log=...)`)."""
