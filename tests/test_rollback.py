@@ -55,7 +55,10 @@ def session():
 
 
 def _exact(s: Session) -> bool:
-    return s.runtime.exact
+    """Whether this session's guest keeps its interpreter itself (a data-runtime guest started
+    from the start image; one that booted while the image was being made pickles)."""
+    worker = s._state.worker
+    return worker is not None and worker.instance.commits
 
 
 def _check(s: Session) -> str:
