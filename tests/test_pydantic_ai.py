@@ -381,15 +381,19 @@ async def test_a_cancelled_run_stops_its_cell_and_the_next_run_sees_the_state_be
 async def test_the_agents_tool_timeout_bounds_the_whole_code_call(chat):
     """pydantic-ai-harness#308: each inner call is within the agent's `tool_timeout`, but the
     code tool's call as a whole is stopped at it, and the model reads so."""
-    script = Script(SET, "x = 42\nfor i in range(100):\n    await slow(seconds=0.2)", READ)
+    script = Script(SET, ANSWER, "x = 42\nfor i in range(100):\n    await slow(seconds=0.2)",
+                    READ)
     agent = Agent(script.model, toolsets=[slow_toolset()], capabilities=[chat], tool_timeout=1)
+    await agent.run("go", conversation_id="timed")
+    before = leftovers()
     result = await agent.run("go", conversation_id="timed")
-    _, stopped, read = tool_returns(result.all_messages())
+    stopped, read = tool_returns(result.new_messages())
     assert stopped.outcome == "retried"  # as a function tool that timed out
     assert "CancelledError: the cell was cancelled after" in stopped.content
     assert "(PydanticAI's time limit for this tool call, 1 s, ran out)" in stopped.content
     assert "back to its state before this cell" in stopped.content
     assert read.content == "41"
+    await asyncio.to_thread(nothing_left, before)
 
 
 async def test_the_code_tools_own_timeout_is_its_definitions():
