@@ -4,11 +4,13 @@ and the code executor."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import sys
 from typing import Any
 
 import pytest
+from _cancels import CAME_BACK, LOOP, READ, SET, cancel_when_running, leftovers, nothing_left
 from _pyplot import DRAW, PNG_MAGIC, give_pyplot
 from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, PROGRAM, get_customer, list_orders, refund
 from google.adk.agents import LlmAgent
@@ -278,3 +280,14 @@ async def test_what_the_code_prints_comes_as_partial_events_of_the_run(code) -> 
     stored = await runner.session_service.get_session(app_name="shop", user_id="stream",
                                                       session_id=session.id)
     assert not any(e.partial for e in stored.events)  # streamed, not kept in the session
+
+
+async def test_a_cancelled_run_stops_its_cell_and_the_next_turn_sees_the_state_before(code):
+    runner = make_runner(code)
+    session, _ = await ask(runner, SET)
+    before = leftovers()
+    await cancel_when_running(code.code_tool, ask(runner, LOOP, session=session))
+    _, responses = await ask(runner, READ, session=session)
+    read = responses[-1].response["result"]
+    assert CAME_BACK in read and read.endswith("\n41"), read
+    await asyncio.to_thread(nothing_left, before)
