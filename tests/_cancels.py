@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 from tooliscode.codetool import CodeTool
 from tooliscode.engine import Session
+from tooliscode.engine._live import live
 from tooliscode.engine._worker import _running as running_workers
 
 SET = "x = 41"
@@ -20,14 +22,15 @@ CAME_BACK = "The last cell was cancelled (the task running it was). The session 
 """The notice of the cell after one whose task was cancelled."""
 
 
-def running(code_tool: CodeTool) -> Session | None:
-    """The session of `code_tool` whose cell is running now, if one is."""
-    for key in code_tool.keys:
-        sandbox = code_tool.get(key)
-        session = sandbox.session if sandbox is not None else None
-        if session is not None and session._running is not None:
-            return session
-    return None
+def running(code_tool: CodeTool | None = None) -> Session | None:
+    """The session of `code_tool`'s conversations (or, without one, of this process) whose
+    cell is running now, if one is."""
+    if code_tool is None:
+        sessions = list(live)
+    else:
+        sandboxes = [code_tool.get(key) for key in code_tool.keys]
+        sessions = [s.session for s in sandboxes if s is not None and s.session is not None]
+    return next((s for s in sessions if s._running is not None), None)
 
 
 async def until_running(code_tool: CodeTool) -> Session:
@@ -37,6 +40,14 @@ async def until_running(code_tool: CodeTool) -> Session:
         assert time.monotonic() < deadline, "no cell started"
         await asyncio.sleep(0.005)
     return session
+
+
+def until(condition: Callable[[], object], what: str) -> None:
+    """Wait until `condition()` holds (a hang guard, not a timing assert)."""
+    deadline = time.monotonic() + 20
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.005)
 
 
 async def cancel_when_running(code_tool: CodeTool, run: object) -> Session:
