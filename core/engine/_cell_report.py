@@ -9,6 +9,7 @@ from typing import Any
 
 from ..guest import MAX_FIGURES, clip, png_size
 from ..runtime import GUEST_DIR, GuestTrap
+from ._cancel import CANCELLED
 from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
 from ._output import OutputStream
@@ -261,6 +262,8 @@ def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limit
     t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
     head = _TRAP_TEXT.get(trap.reason, "").format(t=t, ran=f"{ran_s:.2f} s") \
         or f"The interpreter crashed after {ran_s:.2f} s: {trap.message}."
+    if trap.reason == "cancelled" and trap.message != CANCELLED:  # who cancelled it, and why
+        head = f"{head[:-1]} ({trap.message})."
     extra: list[str] = []
     written = _written(cell, extra)
     files = (" The files it wrote in /session (listed below) are kept: the folder is not "
