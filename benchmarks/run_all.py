@@ -36,6 +36,7 @@ GROUPS = [
     ("Data runtime", "bench_data"),
     ("Default runtime: CPython 3.14 as a pre-initialized component", "bench_default"),
     ("A stopped cell costs only itself", "bench_rollback"),
+    ("A framework's cancel reaches the cell", "bench_framework_cancel"),
 ]
 
 

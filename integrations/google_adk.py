@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import inspect
 import os
+import time
 from collections.abc import Awaitable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -54,6 +56,7 @@ from tooliscode.adapters import (
     OutputChunk,
     OutputSink,
     Tools,
+    cancel_when,
     code_of,
 )
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
@@ -321,7 +324,11 @@ class SandboxCodeExecutor(BaseCodeExecutor, Facade):
     Stateful by default: one interpreter per ADK session (the `execution_id` ADK passes), so
     later code blocks see earlier variables. Input files are written to the session folder
     (`/session` in the code); figures come back as output files, which ADK saves as artifacts.
-    The options are every front end's (`tooliscode.adapters.Options`).
+    The options are every front end's (`tooliscode.adapters.Options`). ADK's
+    `timeout_seconds` bounds each block, and an aborted run (`run_async(abort_signal=...)`)
+    stops the running one: the block comes back to the state before it, and the model reads
+    why. A run whose task is cancelled does not reach it (ADK runs executors on a thread), so
+    its block runs to its end or its time limit.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -329,8 +336,9 @@ class SandboxCodeExecutor(BaseCodeExecutor, Facade):
     stateful: bool = True
     _code_tool: CodeTool = PrivateAttr()
 
-    def __init__(self, *, stateful: bool = True, **options: Unpack[OptionArgs]):
-        super().__init__(stateful=stateful)
+    def __init__(self, *, stateful: bool = True, timeout_seconds: int | None = None,
+                 **options: Unpack[OptionArgs]):
+        super().__init__(stateful=stateful, timeout_seconds=timeout_seconds)
         self._code_tool = Options(**options).code_only(
             "a code executor runs the model's code blocks, which call no tools").code_tool()
 
@@ -340,7 +348,12 @@ class SandboxCodeExecutor(BaseCodeExecutor, Facade):
         run = None if self.stateful else self.code_tool.take()
         try:
             _write_inputs(self.code_tool, key, run, code_execution_input.input_files)
-            reply = self.code_tool.run_code(code_execution_input.code, key=key, sandbox=run)
+            limit = self.timeout_seconds
+            until = None if limit is None else time.monotonic() + limit
+            with cancel_when(functools.partial(_stopped, invocation_context, limit, until)) \
+                    as cancel:
+                reply = self.code_tool.run_code(code_execution_input.code, key=key, sandbox=run,
+                                                cancel=cancel)
         finally:
             if run is not None:
                 self.code_tool.finish(run)
@@ -351,6 +364,18 @@ class SandboxCodeExecutor(BaseCodeExecutor, Facade):
             return CodeExecutionResult(stdout=reply.text, output_files=files, exit_code=0)
         return CodeExecutionResult(stdout=result.stdout if result is not None else "",
                                    stderr=reply.text, output_files=files, exit_code=1)
+
+
+def _stopped(invocation: Any, limit: float | None, until: float | None) -> str | None:
+    """What stops a code executor's block: ADK's own abort of the run (`run_async(
+    abort_signal=...)`, `InvocationContext.abort()`), or the executor's `timeout_seconds`.
+    ADK runs executors on a thread (`asyncio.to_thread`), where cancelling the run's task does
+    not reach; these two do."""
+    if getattr(invocation, "is_aborted", False):
+        return "the ADK run was aborted"
+    if until is not None and time.monotonic() > until:
+        return f"the code executor's time limit, timeout_seconds={limit}, ran out"
+    return None
 
 
 def _write_inputs(code: CodeTool, key: Hashable, run: Sandbox | None,

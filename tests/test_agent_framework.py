@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from _cancels import CAME_BACK, LOOP, READ, SET, cancel_when_running, leftovers, nothing_left
 from agent_framework import (
     Agent,
     AgentSession,
@@ -341,3 +342,16 @@ async def test_what_the_code_prints_goes_to_on_output_as_it_runs():
     assert result.text == "done"
     assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(100))
     assert len({c.call_id for c in chunks}) == 1
+
+
+async def test_a_cancelled_run_stops_its_cell_and_the_next_run_sees_the_state_before(codeact):
+    client = ScriptedClient(code(SET), "ok", code(LOOP), code(READ), "ok")
+    agent = Agent(client=client, context_providers=[codeact])
+    session = AgentSession()
+    await agent.run("set", session=session)
+    before = leftovers()
+    await cancel_when_running(codeact.code_tool, agent.run("loop", session=session))
+    await agent.run("read", session=session)
+    read = client.last_result_text()
+    assert CAME_BACK in read and read.endswith("\n41"), read
+    await asyncio.to_thread(nothing_left, before)

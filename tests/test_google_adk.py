@@ -4,11 +4,23 @@ and the code executor."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import sys
 from typing import Any
 
 import pytest
+from _cancels import (
+    CAME_BACK,
+    LOOP,
+    READ,
+    SET,
+    cancel_when_running,
+    leftovers,
+    nothing_left,
+    until,
+    until_running,
+)
 from _pyplot import DRAW, PNG_MAGIC, give_pyplot
 from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, PROGRAM, get_customer, list_orders, refund
 from google.adk.agents import LlmAgent
@@ -278,3 +290,65 @@ async def test_what_the_code_prints_comes_as_partial_events_of_the_run(code) -> 
     stored = await runner.session_service.get_session(app_name="shop", user_id="stream",
                                                       session_id=session.id)
     assert not any(e.partial for e in stored.events)  # streamed, not kept in the session
+
+
+async def _aborted(runner: InMemoryRunner, session: Any, code_tool: Any) -> None:
+    """A turn ADK's own abort (`run_async(abort_signal=...)`) ends once its code runs."""
+    abort = asyncio.Event()
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    turn = asyncio.ensure_future(_drain(runner.run_async(
+        user_id=session.user_id, session_id=session.id, new_message=message,
+        abort_signal=abort)))
+    stopped = await until_running(code_tool)
+    abort.set()
+    await turn
+    await asyncio.to_thread(until, lambda: stopped._running is None, "the cell stops")
+
+
+async def _drain(events: Any) -> None:
+    async for _ in events:
+        pass
+
+
+@pytest.mark.parametrize("how", ["task cancelled", "aborted"])
+async def test_a_stopped_run_stops_its_cell_and_the_next_turn_sees_the_state_before(code, how):
+    runner = make_runner(code)
+    session, _ = await ask(runner, SET)
+    before = leftovers()
+    if how == "task cancelled":
+        await cancel_when_running(code.code_tool, ask(runner, LOOP, session=session))
+    else:
+        runner.agent.model.steps = [LOOP]
+        await _aborted(runner, session, code.code_tool)
+    _, responses = await ask(runner, READ, session=session)
+    read = responses[-1].response["result"]
+    assert CAME_BACK in read and read.endswith("\n41"), read
+    await asyncio.to_thread(nothing_left, before)
+
+
+@pytest.mark.parametrize("how", ["aborted", "timeout_seconds"])
+async def test_an_aborted_run_or_its_time_limit_stops_the_code_executors_block(how) -> None:
+    """ADK runs a code executor on a thread, where a cancel of the run's task does not reach:
+    its abort and the executor's `timeout_seconds` do. The block stops, the model reads why,
+    and the state comes back."""
+    executor = SandboxCodeExecutor(limits=Limits(timeout_s=60),
+                                   timeout_seconds=1 if how == "timeout_seconds" else None)
+    runner = InMemoryRunner(agent=LlmAgent(name="analyst", model=Script(),
+                                           code_executor=executor), app_name="shop")
+    try:
+        session, _ = await ask(runner, ("text", f"```python\n{SET}\n```"))
+        runner.agent.model.steps = [("text", f"```python\n{LOOP}\n```")]
+        if how == "aborted":
+            await _aborted(runner, session, executor.code_tool)
+        else:
+            events = [e async for e in runner.run_async(
+                user_id=session.user_id, session_id=session.id,
+                new_message=types.Content(role="user", parts=[types.Part(text="go")]))]
+            (result, *_) = [p.code_execution_result for e in events
+                            for p in (e.content.parts or ())
+                            if e.content and p.code_execution_result]
+            assert "(the code executor's time limit, timeout_seconds=1, ran out)" in \
+                result.output, result.output
+        assert executor.code_tool.run_code(READ, key=session.id).text == "41"
+    finally:
+        executor.close()

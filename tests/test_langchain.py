@@ -4,18 +4,32 @@ model, real tools, callbacks and thread ids."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import uuid
 from typing import Any
 
 import pytest
+from _cancels import (
+    CAME_BACK,
+    LOOP,
+    READ,
+    SET,
+    cancel_when_running,
+    leftovers,
+    nothing_left,
+    running,
+)
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, BaseToolkit, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import NodeTimeoutError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.runtime import RunControl
 from pydantic import Field
 from tooliscode import Limits
 from tooliscode.integrations.langchain import CodeModeTool, as_langchain_tool
@@ -287,3 +301,95 @@ async def test_langgraph_custom_stream_async_with_the_other_modes(code_tool: Cod
     # the chunks come before the tool's message does
     first_tool_update = next(i for i, (m, c) in enumerate(seen) if m == "updates" and "tools" in c)
     assert all(i < first_tool_update for i, (m, _) in enumerate(seen) if m == "custom")
+
+
+PRINTS_THEN_LOOPS = "x = 42\nprint('started', flush=True)\nwhile True:\n    pass"
+
+
+@pytest.fixture(scope="module")
+def stoppable():
+    """A code tool in a graph that is only a `ToolNode` (the code runs until it is stopped),
+    and the same node under a 1 s node timeout."""
+    code = as_langchain_tool([], limits=Limits(timeout_s=60))
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([code]), timeout=1)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    yield code, tool_node_graph(code), graph.compile(checkpointer=InMemorySaver())
+    code.close()
+
+
+def _thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def _last(out: dict[str, Any]) -> str:
+    return out["messages"][-1].content
+
+
+async def _stop_async(how: str, code: CodeModeTool, app: Any, timed: Any, thread: str) -> None:
+    given = {"messages": [code_call(PRINTS_THEN_LOOPS)]}
+    if how == "task cancelled":
+        await cancel_when_running(code.code_tool, app.ainvoke(given, _thread(thread)))
+    elif how == "stream closed":
+        stream = app.astream(given, _thread(thread), stream_mode="custom")
+        async for chunk in stream:
+            assert chunk["text"] == "started\n"  # the cell runs: stop reading
+            break
+        await stream.aclose()
+    else:  # LangGraph's own node timeout
+        with pytest.raises(NodeTimeoutError):
+            await timed.ainvoke(given, _thread(thread))
+    assert running(code.code_tool) is None
+
+
+@pytest.mark.parametrize("how", ["task cancelled", "stream closed", "node timeout"])
+async def test_an_async_run_stopped_stops_its_cell_and_the_next_sees_the_state_before(
+        stoppable, how):
+    code, app, timed = stoppable
+    thread = f"async-{how}"
+    await app.ainvoke({"messages": [code_call(SET)]}, _thread(thread))
+    before = leftovers()
+    await _stop_async(how, code, app, timed, thread)
+    read = _last(await app.ainvoke({"messages": [code_call(READ)]}, _thread(thread)))
+    assert CAME_BACK in read and read.endswith("\n41"), read
+    await asyncio.to_thread(nothing_left, before)
+
+
+def test_a_sync_stream_closed_after_a_drain_request_stops_its_cell(stoppable):
+    """Closing a sync stream cannot reach a running tool (LangGraph waits for the step's
+    threads): a drain request (`RunControl`) does, and the stream then closes at once."""
+    code, app, _ = stoppable
+    app.invoke({"messages": [code_call(SET)]}, _thread("sync-stream"))
+    before = leftovers()
+    control = RunControl()
+    stream = app.stream({"messages": [code_call(PRINTS_THEN_LOOPS)]}, _thread("sync-stream"),
+                        stream_mode="custom", control=control)
+    for chunk in stream:
+        assert chunk["text"] == "started\n"
+        control.request_drain("the user left")
+        break
+    stream.close()
+    assert running(code.code_tool) is None
+    stopped = app.get_state(_thread("sync-stream")).values["messages"][-1]
+    assert stopped.status == "error" and "CancelledError" in stopped.content
+    assert "(the graph run was asked to drain: the user left)" in stopped.content
+    assert _last(app.invoke({"messages": [code_call(READ)]}, _thread("sync-stream"))) == "41"
+    nothing_left(before)
+
+
+def test_a_drain_requested_from_another_thread_stops_a_sync_runs_cell(stoppable):
+    code, app, _ = stoppable
+    app.invoke({"messages": [code_call(SET)]}, _thread("sync-drain"))
+    control = RunControl()
+
+    def drain() -> None:
+        while running(code.code_tool) is None:
+            time.sleep(0.005)
+        control.request_drain()
+
+    threading.Thread(target=drain, daemon=True).start()
+    stopped = _last(app.invoke({"messages": [code_call(LOOP)]}, _thread("sync-drain"),
+                               control=control))
+    assert "(the graph run was asked to drain: shutdown)" in stopped
+    assert _last(app.invoke({"messages": [code_call(READ)]}, _thread("sync-drain"))) == "41"

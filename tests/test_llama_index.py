@@ -5,10 +5,13 @@ one that wants the workflow Context) and the run's event stream.
 No `from __future__ import annotations`: FunctionTool finds a `Context` parameter by its
 annotation object."""
 
+import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
+from _cancels import CAME_BACK, LOOP, READ, SET, leftovers, nothing_left, running, until_running
 from _pyplot import DRAW, PNG_MAGIC, give_pyplot
 from _shop import BIG, CAUGHT, CUSTOMERS, GOLD, ORDERS, PROGRAM, get_customer, list_orders, refund
 from llama_index.core.agent.workflow import (
@@ -28,6 +31,7 @@ from tooliscode.integrations.llama_index import (
     CodeActSandbox,
     as_llama_index_tool,
 )
+from workflows.errors import WorkflowCancelledByUser, WorkflowTimeoutError
 
 
 async def visits(ctx: Context) -> int:
@@ -231,3 +235,57 @@ async def test_what_the_code_prints_comes_as_workflow_stream_events(code, how) -
     assert {c.stream for c in chunks} == {"stdout"}
     done = next(i for i, e in enumerate(events) if isinstance(e, ToolCallResult))
     assert all(events.index(c) < done for c in chunks)  # while the code ran
+
+
+RELEASED = threading.Event()
+
+
+async def hold() -> str:
+    """Waits until the test lets it go."""
+    while not RELEASED.is_set():
+        await asyncio.sleep(0.01)
+    return "released"
+
+
+@pytest.fixture(scope="module")
+def held():
+    tool = as_llama_index_tool([FunctionTool.from_defaults(async_fn=hold)],
+                               limits=Limits(timeout_s=60))
+    yield tool
+    RELEASED.set()
+    tool.close()
+
+
+async def test_cancelling_a_run_stops_its_cell_and_the_next_run_calls_again_from_before(held):
+    """LlamaIndex's own cancel (`cancel_run`) stops the cell at once. The workflow Context
+    keeps the cancelled step's tool call, and the next run with it makes that call again: in
+    the state from before the stopped cell."""
+    RELEASED.clear()
+    agent = FunctionAgent(tools=[held], llm=function_calls(SET))
+    ctx = Context(agent)
+    await run(agent, ctx)
+    before = leftovers()
+    agent.llm = function_calls("x += 1\nawait hold()")
+    handler = agent.run("go", ctx=ctx)
+    session = await until_running(held.code_tool)
+    await handler.cancel_run()
+    with pytest.raises(WorkflowCancelledByUser):
+        await handler
+    assert session._running is None
+    RELEASED.set()
+    agent.llm = function_calls(READ)
+    _, events = await run(agent, ctx)
+    again, read = [r for r in results(events) if r.tool_name == "run_python"]
+    assert again.tool_kwargs == {"code": "x += 1\nawait hold()"}
+    assert again.tool_output.content.startswith(f"[note] {CAME_BACK}")
+    assert read.tool_output.content == "42"  # 41 + 1 once: the stopped cell's change is gone
+    await asyncio.to_thread(nothing_left, before)
+
+
+async def test_a_workflow_timeout_stops_the_cell(held):
+    """LlamaIndex has no tool timeout; a workflow's `timeout` bounds the whole run, and
+    cancelling its step stops the cell."""
+    agent = FunctionAgent(tools=[held], llm=function_calls(LOOP), timeout=1)
+    with pytest.raises(WorkflowTimeoutError):
+        await run(agent, Context(agent))
+    assert running(held.code_tool) is None

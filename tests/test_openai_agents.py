@@ -10,10 +10,12 @@ import pytest
 
 agents = pytest.importorskip("agents")
 
+from _cancels import CAME_BACK, LOOP, READ, SET, cancel_when_running, leftovers, nothing_left
 from agents import Agent, RunConfig, RunContextWrapper, Runner, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext
 from agents.tracing import TracingProcessor, set_trace_processors
+from tooliscode import Limits
 from tooliscode.integrations.openai_agents import CodeModeToolset
 
 
@@ -351,3 +353,48 @@ async def test_a_streamed_run_gives_on_output_what_the_code_prints():
     assert "".join(c.text for c in chunks) == "".join(f"row {i}\n" for i in range(200))
     call_ids = {i.raw_item.call_id for i in result.new_items if i.type == "tool_call_item"}
     assert {c.call_id for c in chunks} == call_ids and len(call_ids) == 1
+
+
+@function_tool
+async def slow(seconds: float) -> str:
+    """Waits on the host."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+def _outputs(result) -> list[str]:
+    return [i.output for i in result.new_items if i.type == "tool_call_output_item"]
+
+
+async def test_a_cancelled_run_stops_its_cell_and_the_next_run_sees_the_state_before():
+    with CodeModeToolset([slow], conversation="chat", limits=Limits(timeout_s=60)) as code:
+        def agent(code_text: str) -> Agent:
+            return _agent(code, _code_call(code_text), [assistant_message("ok")])[0]
+
+        await Runner.run(agent(SET), "go", context=Shop("a", []))
+        before = leftovers()
+        await cancel_when_running(code.code_tool, Runner.run(agent(LOOP), "go",
+                                                             context=Shop("a", [])))
+        (read,) = _outputs(await Runner.run(agent(READ), "go", context=Shop("a", [])))
+        assert CAME_BACK in read and read.endswith("\n41"), read
+        await asyncio.to_thread(nothing_left, before)
+
+
+async def test_the_code_tools_timeout_is_the_sdks_and_stops_the_cell():
+    """The SDK enforces `timeout` on the code tool's call as a whole (each inner call is well
+    within it): the cell stops, the model reads why, and the next call sees the state before."""
+    with CodeModeToolset([slow], conversation="timed", timeout=1,
+                         limits=Limits(timeout_s=60)) as code:
+        assert code.tool.timeout_seconds == 1
+        agent, _ = _agent(code, _code_call(SET, "c1"), [assistant_message("ok")], _code_call(
+            "x = 42\nfor i in range(100):\n    await slow(seconds=0.2)", "c2"),
+            _code_call(READ, "c3"), [assistant_message("ok")])
+        await Runner.run(agent, "go", context=Shop("a", []))
+        before = leftovers()
+        stopped, read = _outputs(await Runner.run(agent, "go", context=Shop("a", [])))
+        assert stopped.startswith("[error] The code timed out after 1 s, the tool's time limit")
+        assert "back to its state before that code" in stopped
+        assert CAME_BACK in read and read.endswith("\n41"), read
+        await asyncio.to_thread(nothing_left, before)
+    with pytest.raises(ValueError, match="greater than 0"):
+        CodeModeToolset([], timeout=0)

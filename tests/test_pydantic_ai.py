@@ -9,9 +9,11 @@ from datetime import date
 from typing import Any
 
 import pytest
+from _cancels import CAME_BACK, LOOP, READ, SET, cancel_when_running, leftovers, nothing_left
 from _pydantic_ai_script import ANSWER, Script, tool_returns
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.mcp import MCPToolset, StdioTransport
 from pydantic_ai.messages import (
     ModelMessage,
@@ -337,3 +339,71 @@ async def test_streamed_runs_carry_what_the_code_prints(how) -> None:
     assert result.tool_call_id == code_call and result.part.tool_name == "run_python"
     assert events.index(chunks[-1]) < events.index(result)  # while it ran, not after
     assert isinstance(events[-1], AgentRunResultEvent)
+
+
+@pytest.fixture(scope="module")
+def chat():
+    """Code mode keeping one interpreter per conversation, shared by the tests of stops."""
+    mode = CodeMode(scope="conversation", limits=Limits(timeout_s=60))
+    yield mode
+    mode.close()
+
+
+def slow_toolset() -> FunctionToolset[None]:
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    async def slow(seconds: float) -> str:
+        """Waits on the host."""
+        await asyncio.sleep(seconds)
+        return "slept"
+
+    return toolset
+
+
+@pytest.mark.parametrize("stopped", [LOOP, "x = 42\nawait slow(seconds=60)"],
+                         ids=["loop", "slow tool"])
+async def test_a_cancelled_run_stops_its_cell_and_the_next_run_sees_the_state_before(chat, stopped):
+    def agent(code: str) -> Agent:
+        return Agent(Script(code).model, toolsets=[slow_toolset()], capabilities=[chat])
+
+    conversation = f"cancelled-{len(stopped)}"
+    await agent(SET).run("go", conversation_id=conversation)
+    before = leftovers()
+    await cancel_when_running(chat.code_tool, agent(stopped).run("go",
+                                                                conversation_id=conversation))
+    result = await agent(READ).run("go", conversation_id=conversation)
+    (read,) = tool_returns(result.all_messages())
+    assert CAME_BACK in read.content and read.content.endswith("\n41"), read.content
+    await asyncio.to_thread(nothing_left, before)
+
+
+async def test_the_agents_tool_timeout_bounds_the_whole_code_call(chat):
+    """pydantic-ai-harness#308: each inner call is within the agent's `tool_timeout`, but the
+    code tool's call as a whole is stopped at it, and the model reads so."""
+    script = Script(SET, ANSWER, "x = 42\nfor i in range(100):\n    await slow(seconds=0.2)",
+                    READ)
+    agent = Agent(script.model, toolsets=[slow_toolset()], capabilities=[chat], tool_timeout=1)
+    await agent.run("go", conversation_id="timed")
+    before = leftovers()
+    result = await agent.run("go", conversation_id="timed")
+    stopped, read = tool_returns(result.new_messages())
+    assert stopped.outcome == "retried"  # as a function tool that timed out
+    assert "CancelledError: the cell was cancelled after" in stopped.content
+    assert "(PydanticAI's time limit for this tool call, 1 s, ran out)" in stopped.content
+    assert "back to its state before this cell" in stopped.content
+    assert read.content == "41"
+    await asyncio.to_thread(nothing_left, before)
+
+
+async def test_the_code_tools_own_timeout_is_its_definitions():
+    script = Script(SET, LOOP, READ)
+    code = CodeModeToolset(slow_toolset(), timeout=0.5, limits=Limits(timeout_s=60))
+    result = await Agent(script.model, toolsets=[code]).run("go")
+    assert [t.timeout for t in script.infos[0].function_tools] == [0.5]
+    _, stopped, read = tool_returns(result.all_messages())
+    assert "(PydanticAI's time limit for this tool call, 0.5 s, ran out)" in stopped.content
+    assert read.content == "41"
+    code.close()
+    with pytest.raises(UserError, match="timeout must be > 0"):
+        CodeMode(timeout=0)

@@ -14,6 +14,7 @@ import time
 import pytest
 from tooliscode import Limits, Session, ToolIsCode
 from tooliscode.durable import FolderStore
+from tooliscode.engine import Cancel
 from tooliscode.engine._worker import _running as running_workers
 
 RELEASE = threading.Event()
@@ -55,7 +56,10 @@ def session():
 
 
 def _exact(s: Session) -> bool:
-    return s.runtime.exact
+    """Whether this session's guest keeps its interpreter itself (a data-runtime guest started
+    from the start image; one that booted while the image was being made pickles)."""
+    worker = s._state.worker
+    return worker is not None and worker.instance.commits
 
 
 def _check(s: Session) -> str:
@@ -157,6 +161,35 @@ def test_cancelling_the_task_awaiting_arun_comes_back_at_the_next_cell():
             assert "cancelled" in r.notices[0] and "before that cell" in r.notices[0]
 
     asyncio.run(main())
+
+
+def test_a_cancel_stops_only_the_cells_it_was_given_to(session):
+    """A `Cancel` (a framework's time limit, a client gone) stops its own cell, from another
+    thread or before the cell started, and says why; fired once its cell ended, it touches
+    nothing, nor the session's next cell."""
+    expected = _fresh(session)
+    cancel = Cancel()
+    timer = threading.Timer(0.3, cancel, args=("the client went away",))
+    timer.start()
+    r = session.run("keep.append(2)\nwhile True:\n    pass", cancel=cancel)
+    assert r.error_type == "CancelledError" and "(the client went away)" in r.error, r.error
+    _comes_back(session, r, expected, "cancelled")
+    fired = session.run("keep.append(3)", cancel=cancel)  # fired before this cell started
+    assert fired.rolled_back and "(the client went away)" in fired.error, fired.error
+    done = Cancel()
+    assert session.run("keep.append(4)", cancel=done).ok
+    done("too late")
+    assert session.run("keep").value == "[41, 4]"
+
+
+def test_a_code_tool_call_cancelled_before_its_cell_runs_none():
+    with ToolIsCode(TOOLS) as tic:
+        cancel = Cancel()
+        cancel("the time limit ran out")
+        reply = tic.code_tool.run_code("keep = 1", key="k", cancel=cancel)
+        assert reply.result is None and not reply.ok
+        assert reply.text == "[error] the code did not run: the time limit ran out"
+        assert tic.code_tool.run_code("'keep' in globals()", key="k").text == "[value] False"
 
 
 def _threads() -> int:

@@ -4,6 +4,7 @@ model that can only write text."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from typing import Any
 
 import openai
 import pytest
+from _cancels import running, until
 from tooliscode import Limits
 from tooliscode.openai.testing import ScriptedReply, ScriptedServer, say
 from tooliscode.serve import ServeConfig, Server
@@ -576,3 +578,23 @@ def test_an_upstream_stream_that_stalls_ends_in_an_error_event():
         release.set()
         upstream.shutdown()
         upstream.server_close()
+
+
+def test_a_client_that_disconnects_mid_request_stops_the_cell():
+    """The model's code loops; the client closes its connection: the cell stops (long before
+    its time limit), no repair round is asked for, and the server serves the next client."""
+    script = [say("```python\nget_weather(city='Paris')\nwhile True:\n    pass\n```"),
+              say("```python\nget_weather(city='Rome')\n```")]
+    with serving(script, limits=Limits(timeout_s=60)) as (server, upstream):
+        host, port = server._httpd.server_address[:2]
+        gone = http.client.HTTPConnection(host, port, timeout=30)
+        gone.request("POST", "/v1/chat/completions", headers={"content-type": "application/json"},
+                     body=json.dumps({"model": "m", "messages": ASK, "tools": TOOLS}))
+        until(lambda: running() is not None, "the model's code runs")
+        session = running()
+        gone.close()  # without reading the answer
+        until(lambda: session._running is None, "the cell stops")
+        message = client(server).chat.completions.create(
+            model="m", messages=ASK, tools=TOOLS).choices[0].message
+    assert calls_of(message) == [("get_weather", {"city": "Rome"})]
+    assert len(upstream.requests) == 2  # the first client's request got no repair round

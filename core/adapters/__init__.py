@@ -6,11 +6,14 @@ sandbox's functions and the `Catalog` the model reads, built once per tool set),
 call of its code tool a `Cell`, and offers the same `Facade` over its interpreters. What is
 its framework's own it supplies as `Hooks`: how a tool is declared and called, which
 conversation a call belongs to, how a reply becomes the framework's content, and how a pause
-becomes its pending structure.
+becomes its pending structure. A framework's stop signals that do not cancel the task running
+the code (a time limit it leaves to the tool, a flag) become a `Cancel` (`cancel_after`,
+`cancel_when`).
 """
 
 from ._arguments import code_of, variables_code
 from ._binding import Approval, Binding, callable_parameters
+from ._cancel import cancel_after, cancel_when
 from ._catalog import Catalog
 from ._cell import Cell, running
 from ._evaluated import evaluated
@@ -22,5 +25,5 @@ from ._tools import Tools, unapproved
 
 __all__ = ["OUTPUT_EVENT", "Approval", "Binding", "Catalog", "Cell", "CommonArgs", "Facade",
            "Hooks", "OptionArgs", "Options", "OutputChunk", "OutputSink", "Placement", "Tools",
-           "ToolsFacade", "callable_parameters", "code_of", "evaluated", "forward", "running",
-           "unapproved", "variables_code"]
+           "ToolsFacade", "callable_parameters", "cancel_after", "cancel_when", "code_of",
+           "evaluated", "forward", "running", "unapproved", "variables_code"]

@@ -21,9 +21,9 @@ from typing import Any
 
 from .._closing import Closing
 from ..durable import UNRESTORABLE, Call, Keeper, SessionStore
-from ..engine import Decision, KeyedSessions, Limits, OnOutput, PendingCall, Session
+from ..engine import Cancel, Decision, KeyedSessions, Limits, OnOutput, PendingCall, Session
 from ..errors import SessionClosed, SnapshotError
-from ..prompt import EVICTED, failed_to_run, noted, render
+from ..prompt import EVICTED, failed_to_run, not_run, noted, render
 from ..runtime import Runtime
 from ..tools import Tool, ToolRegistry
 from ._background import submit
@@ -79,7 +79,7 @@ class CodeTool(Closing):
                  tools: Toolbox | None = None, sandbox: Sandbox | None = None,
                  call_id: str | None = None,
                  decisions: Mapping[str, Decision] | None = None,
-                 on_output: OnOutput | None = None) -> Reply:
+                 on_output: OnOutput | None = None, cancel: Cancel | None = None) -> Reply:
         """Run `code` in conversation `key`'s sandbox (or in `sandbox`, a run's own).
 
         `context` is what the cell's tools read as `sandbox.context` while it runs. A failure
@@ -93,24 +93,32 @@ class CodeTool(Closing):
 
         `on_output(stream, text)` gets what the cell prints as it prints it (see
         `Session.run`); a cell continued after a pause streams nothing.
+
+        `cancel` (a `Cancel`, fired from anywhere) stops the cell, which then comes back to
+        the state before it, as its reply says; fired before the cell started, no code runs
+        and the reply says why. A framework's cancel, time limit or lost client reaches the
+        cell this way when it cannot cancel the task that awaits `arun_code`.
         """
         return drive(self._steps(code, key, context, tools or self.toolbox, sandbox, call_id,
-                                 decisions, on_output))
+                                 decisions, on_output, cancel))
 
     async def arun_code(self, code: str, *, key: Hashable = None, context: Any = None,
                         tools: Toolbox | None = None, sandbox: Sandbox | None = None,
                         call_id: str | None = None,
                         decisions: Mapping[str, Decision] | None = None,
-                        on_output: OnOutput | None = None) -> Reply:
+                        on_output: OnOutput | None = None,
+                        cancel: Cancel | None = None) -> Reply:
         """`run_code` for async callers: async tools run on the running loop, and so does
-        `on_output` (whose awaitables are awaited, in order)."""
+        `on_output` (whose awaitables are awaited, in order). Cancelling the task that awaits
+        it stops the cell too; the next cell of the conversation says so."""
         return await adrive(self._steps(code, key, context, tools or self.toolbox, sandbox,
-                                        call_id, decisions, on_output))
+                                        call_id, decisions, on_output, cancel))
 
     def _steps(self, code: str, key: Hashable, context: Any, toolbox: Toolbox,
                own: Sandbox | None, call_id: str | None = None,
                decisions: Mapping[str, Decision] | None = None,
-               on_output: OnOutput | None = None) -> Steps[Reply]:
+               on_output: OnOutput | None = None,
+               cancel: Cancel | None = None) -> Steps[Reply]:
         if own is None:
             sandbox, evicted = self._conversations.acquire(key)
         else:
@@ -130,10 +138,12 @@ class CodeTool(Closing):
                         notices.append((yield Blocking(self._resume, (sandbox, call, toolbox))))
                 if not sandbox.ready(toolbox):
                     notices.append((yield Blocking(sandbox.prepare, (toolbox,))))
+                if cancel is not None and cancel.why is not None:  # while it waited: no cell
+                    return Reply(noted(not_run(cancel.why), notices))
                 session = sandbox.enter(context)
-                step = _cell_step(session, code, call_id, decisions, on_output) or \
+                step = _cell_step(session, code, call_id, decisions, on_output, cancel) or \
                     (yield Blocking(self._stored_cell, (session, code, call_id, decisions, call,
-                                                        on_output)))
+                                                        on_output, cancel)))
                 if isinstance(step, str):  # nothing to continue: nothing runs
                     return Reply(noted(step, notices))
                 result = yield step
@@ -168,7 +178,8 @@ class CodeTool(Closing):
 
     def _stored_cell(self, session: Session, code: str, call_id: str | None,
                      decisions: Mapping[str, Decision], call: Call | None,
-                     on_output: OnOutput | None = None) -> RunCell | str:
+                     on_output: OnOutput | None = None,
+                     cancel: Cancel | None = None) -> RunCell | str:
         """A paused cell this process does not hold, run again from its record in the store
         (or an error when there is nothing to continue)."""
         if call is None or call.unreachable is not None or self.keeper is None:
@@ -181,7 +192,7 @@ class CodeTool(Closing):
             return EXPIRED
         if record.base != call.version or record.log.code != code:
             return GONE
-        return RunCell(session, code, call_id, record.log, decisions, on_output)
+        return RunCell(session, code, call_id, record.log, decisions, on_output, cancel)
 
     def paused_calls(self, call_id: str, *, key: Hashable = None,
                      code: str | None = None) -> tuple[PendingCall, ...]:
@@ -338,12 +349,12 @@ def _folder_name(key: Hashable) -> str:
 
 def _cell_step(session: Session, code: str, call_id: str | None,
                decisions: Mapping[str, Decision] | None,
-               on_output: OnOutput | None) -> RunCell | ResumeCell | None:
+               on_output: OnOutput | None, cancel: Cancel | None) -> RunCell | ResumeCell | None:
     """How to run this call without asking the store: a new cell, or the paused one
     continued where it waits; None when only the store can say (`_stored_cell`). Decided
     inline, since a step handed to a thread costs an async caller a hop on every cell."""
     if call_id is not None and session.paused_for == call_id:
         return ResumeCell(session, decisions or {})
     if decisions is None:
-        return RunCell(session, code, call_id, on_output=on_output)
+        return RunCell(session, code, call_id, on_output=on_output, cancel=cancel)
     return None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ..engine import CellLog, CellResult, Decision, OnOutput, Session
+from ..engine import Cancel, CellLog, CellResult, Decision, OnOutput, Session
 from ._background import acquire
 
 __all__ = ["Blocking", "Hold", "ResumeCell", "RunCell", "Step", "Steps", "adrive", "drive"]
@@ -62,7 +62,7 @@ class Blocking:
 @dataclass(frozen=True)
 class RunCell:
     """Run `code` in `session`: async tools then run on the caller's loop. `call_id`, `log`,
-    `decisions` and `on_output` as for `Session.run`."""
+    `decisions`, `on_output` and `cancel` as for `Session.run`."""
 
     session: Session
     code: str
@@ -70,18 +70,23 @@ class RunCell:
     log: CellLog | None = None
     decisions: Mapping[str, Decision] | None = None
     on_output: OnOutput | None = None
+    cancel: Cancel | None = None
 
     def run(self) -> CellResult:
-        if self.call_id is None and self.log is None and self.on_output is None:
+        if self.call_id is None and self.log is None and self.on_output is None \
+                and self.cancel is None:
             return self.session.run(self.code)
         return self.session.run(self.code, call_id=self.call_id, log=self.log,
-                                decisions=self.decisions, on_output=self.on_output)
+                                decisions=self.decisions, on_output=self.on_output,
+                                cancel=self.cancel)
 
     async def arun(self) -> CellResult:
-        if self.call_id is None and self.log is None and self.on_output is None:
+        if self.call_id is None and self.log is None and self.on_output is None \
+                and self.cancel is None:
             return await self.session.arun(self.code)
         return await self.session.arun(self.code, call_id=self.call_id, log=self.log,
-                                       decisions=self.decisions, on_output=self.on_output)
+                                       decisions=self.decisions, on_output=self.on_output,
+                                       cancel=self.cancel)
 
 
 @dataclass(frozen=True)

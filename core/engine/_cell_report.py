@@ -9,6 +9,7 @@ from typing import Any
 
 from ..guest import MAX_FIGURES, clip, png_size
 from ..runtime import GUEST_DIR, GuestTrap
+from ._cancel import CANCELLED
 from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
 from ._output import OutputStream
@@ -187,7 +188,7 @@ def build_result(command: Command, report: Any, lost: tuple[str, ...] | None,
                  workdir: Path, names: tuple[str, ...] = ()) -> CellResult:
     """`names` are the guest's names before the cell: the report has "names" only when they
     changed."""
-    cell: Cell = command.context
+    cell: Cell = command.ctx
     report = report if isinstance(report, dict) else {}
     notices: list[str] = list(command.notices)
     if lost is not None:
@@ -256,11 +257,13 @@ def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limit
                 workdir: Path) -> CellResult:
     """A cell that was stopped: what stopped it and when, what it did that stands (its tool
     calls, its files), and what the session holds now (`came`)."""
-    cell: Cell = command.context
+    cell: Cell = command.ctx
     ran_s = time.perf_counter() - cell.started
     t = f"{limits.timeout_s:g} s" if limits.timeout_s is not None else "its time limit"
     head = _TRAP_TEXT.get(trap.reason, "").format(t=t, ran=f"{ran_s:.2f} s") \
         or f"The interpreter crashed after {ran_s:.2f} s: {trap.message}."
+    if trap.reason == "cancelled" and trap.message != CANCELLED:  # who cancelled it, and why
+        head = f"{head[:-1]} ({trap.message})."
     extra: list[str] = []
     written = _written(cell, extra)
     files = (" The files it wrote in /session (listed below) are kept: the folder is not "

@@ -105,7 +105,7 @@ def pack(parts: Mapping[str, Data], *, runtime: str, meta: Mapping[str, object] 
 
 
 def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
-           ) -> tuple[dict[str, bytes], dict[str, object]]:
+           ) -> tuple[dict[str, bytes | memoryview], dict[str, object]]:
     """The parts and metadata of a snapshot made for `runtime`; `SnapshotError` otherwise.
     Stored parts come back as memoryviews into `blob`."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
@@ -150,7 +150,8 @@ def unpack(blob: bytes, *, runtime: str, key: bytes | str | None = None
         raw = zlib.decompress(rest[:header.get("packed", len(rest))])
     except (zlib.error, TypeError):
         raise SnapshotError("the snapshot's contents are damaged") from None
-    return {**_parts(raw), **stored}, dict(header.get("meta") or {})
+    parts: dict[str, bytes | memoryview] = {**_parts(raw), **stored}
+    return parts, dict(header.get("meta") or {})
 
 
 def _stored(header: dict, rest: memoryview) -> dict[str, memoryview]:

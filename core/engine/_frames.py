@@ -14,7 +14,7 @@ __all__ = ["EMPTY_ANSWER", "EMPTY_FRAME", "parse_frame"]
 EMPTY_FRAME = b'{"op":"empty"}'
 """A request the host answers at once, dispatching nothing: guest->host->guest, no payload."""
 EMPTY_ANSWER = marshal.dumps({"ok": True})
-_scan = json.scanner.make_scanner(json.JSONDecoder())
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 _OUTPUT = bytes((OUTPUT_MARK,))
 """An output frame (see the guest's `channel.send_output`): the mark, b"o" or b"e", UTF-8."""
 _STREAMS = {b"o": "stdout", b"e": "stderr"}

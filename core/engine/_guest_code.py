@@ -33,7 +33,7 @@ with open("{GUEST_DIR}/code.bin", "wb") as f:
     marshal.dump(code, f)
 '''
 _lock = threading.Lock()
-_memo: dict[str, dict[str, bytes]] = {}
+_memo: dict[str, bytes] = {}
 
 
 _keys: dict[str, str] = {}
@@ -83,9 +83,9 @@ def guest_code(runtime: Runtime) -> bytes | None:
                 blob = _compile_in_a_guest(runtime)
             except (GuestTrap, OSError) as exc:
                 log.warning("tooliscode: could not precompile the guest modules: %s", exc)
-                _memo[key] = b""  # type: ignore[assignment]
+                _memo[key] = b""
                 return None
             if cached is not None:
                 write_private(cached, blob)
-        _memo[key] = blob  # type: ignore[assignment]
+        _memo[key] = blob
         return blob

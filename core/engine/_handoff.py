@@ -48,7 +48,7 @@ SLICE_S = 0.002
 """The longest the serving task keeps the loop from its other tasks."""
 _CANCELLED = -1
 """Sequence number of the reply that wakes a guest whose cell was cancelled."""
-_WAKE = (0, None, None)
+_WAKE: tuple[int, Any, Any] = (0, None, None)
 """A request that only ends a parked wait (see `close`)."""
 _IDLE, _BUSY = object(), object()
 """What the serving task's wait ends with when no request came: the guest made no call for
@@ -301,6 +301,8 @@ def run_in(context: contextvars.Context, coro: Any,
     call the context variables of its code tool's call (the current span, say), which the
     calls' own context, copied on the guest's thread, does not have."""
     run, send, throw = context.run, coro.send, coro.throw
+    step: Any
+    value: Any
     step, value = (send, None) if yielded is _FRESH else (None, None)
     while True:
         if step is not None:

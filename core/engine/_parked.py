@@ -40,13 +40,13 @@ class Parked:
 
     @property
     def pending(self) -> tuple[PendingCall, ...]:
-        signal = self.command.context.calls.parking.signal
+        signal = self.command.ctx.calls.parking.signal
         return signal.result() if signal.done() else ()
 
     def log(self, expires_s: float | None) -> CellLog:
         """Everything needed to continue the cell elsewhere (its calls so far and what it
         waits on), for a session store."""
-        calls = self.command.context.calls
+        calls = self.command.ctx.calls
         return CellLog(self.code, calls.outer_id or "", dict(calls.log), list(self.pending),
                        None if expires_s is None else time.time() + expires_s)
 
@@ -54,7 +54,7 @@ class Parked:
                 ) -> cf.Future | None:
         """Hand `decisions` in (async tools now run on `loop`); returns the future that is set
         if the cell pauses again, or None when calls are left undecided (it stays paused)."""
-        calls = self.command.context.calls
+        calls = self.command.ctx.calls
         parking = calls.parking
         if parking.undecided(decisions) and not self.command.future.done():
             parking.deliver(decisions)  # kept for when the rest come
@@ -66,10 +66,10 @@ class Parked:
         return signal
 
     def give_up(self, message: str) -> None:
-        self.command.context.calls.parking.give_up(message)
+        self.command.ctx.calls.parking.give_up(message)
 
     def remaining_s(self, grace_s: float) -> float | None:
-        deadline = self.command.context.calls.deadline
+        deadline = self.command.ctx.calls.deadline
         return None if deadline is None else max(0.0, deadline - time.monotonic()) + grace_s
 
 
@@ -119,8 +119,8 @@ def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Futur
             return
         if source is signal:
             waiter.set_result(PAUSED)
-        elif source.exception() is not None:
-            waiter.set_exception(source.exception())
+        elif (error := source.exception()) is not None:
+            waiter.set_exception(error)
         else:
             waiter.set_result(source.result())
 
@@ -137,7 +137,7 @@ def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Futur
 
 def paused_result(parked: Parked) -> CellResult:
     """What a run gives when its cell paused: the calls it waits on, the calls it made."""
-    cell = parked.command.context
+    cell = parked.command.ctx
     waiting = ", ".join(f"{p.tool} ({p.id})" for p in parked.pending)
     return CellResult(ok=False, paused=parked.pending, tool_calls=tuple(cell.calls.records),
                       duration_s=time.perf_counter() - cell.started,

@@ -244,8 +244,8 @@ class Parking:
                                      f"{self.expire_s:g} s, so the pause expired")
                     break
                 self._cond.wait(left)
-            out = {i: self._decisions.pop(i, None) or Decision.reject(self._gave_up or "")
-                   for i in self.waiting}
+            none = Decision.reject(self._gave_up or "")
+            out = {i: self._decisions.pop(i, none) for i in self.waiting}
             self.waiting.clear()
             return out
 

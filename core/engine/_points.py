@@ -96,6 +96,8 @@ class Points:
     def _checkpointed(self, blob: bytes | None, result: Any) -> None:
         reply = result if isinstance(result, dict) else {}
         limit = self._limits().rollback_bytes
+        if reply.get("ok") and reply.get("same") and self.point is not None:
+            return  # the variables are the very objects the point holds, none changeable
         if reply.get("ok") and reply.get("empty"):
             self._set(None, None)
         elif not reply.get("ok") or blob is None:

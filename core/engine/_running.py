@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..runtime import GuestTrap
 from ..tools import ToolRegistry
+from ._cancel import CANCELLED, Cancel
 from ._cell_report import Cell, build_result, trap_result
 from ._limits import Limits
 from ._live import GuestHold
@@ -26,9 +28,9 @@ from ._pause import CellLog, Decision
 from ._result import CellResult
 from ._rollback import CameBack
 from ._tool_calls import CellCalls
-from ._worker import Command, NotStarted, Worker
+from ._worker import Command, NotStarted, Worker, settle
 
-__all__ = ["CellRunner", "Steer"]
+__all__ = ["CellRunner", "Steer", "stop_cell"]
 
 WATCHDOG_GRACE_S = 5.0
 
@@ -42,6 +44,8 @@ class Steer:
     decisions: Mapping[str, Decision] | None = None
     output: OutputStream | None = None
     """Where the cell's output goes as it is printed."""
+    cancel: Cancel | None = None
+    """Stops the cell from outside (see `Cancel`)."""
 
     def apply(self, calls: CellCalls, limits: Limits) -> None:
         calls.parking.expire_s = limits.pause_s  # the cell's own, made with it
@@ -116,18 +120,21 @@ class CellRunner:
         for _attempt in range(2):
             worker = self._ensure_worker(settle=False)
             command = self._start(code, loop, steer, worker)
-            waiter = Waiter(command, command.context.calls.parking.signal)
+            waiter = Waiter(command, command.ctx.calls.parking.signal)
             worker.submit(command)
-            result = self._wait_cell(worker, command, code, waiter, self._watchdog())
+            result = self._wait_cell(worker, command, code, waiter, self._watchdog(),
+                                     steer.cancel)
             if result is not None:
                 return result
         raise RuntimeError("the guest died twice before running the cell")
 
     def _wait_cell(self, worker: Worker, command: Command[Cell], code: str, waiter: Waiter,
-                   watchdog: float | None) -> CellResult | None:
+                   watchdog: float | None, cancel: Cancel | None = None) -> CellResult | None:
         """Wait for the cell to end or pause; None when the guest died before taking it."""
-        calls, paused = command.context.calls, False
+        calls, paused = command.ctx.calls, False
         self._running = (worker, command)
+        if cancel is not None:
+            cancel._attach(functools.partial(stop_cell, worker, command))
         try:
             outcome = waiter.wait(watchdog)
             paused = outcome is PAUSED
@@ -139,6 +146,8 @@ class CellRunner:
             return self._trapped(worker, command, trap)
         finally:
             self._running = None
+            if cancel is not None:
+                cancel._detach()
             if not paused:
                 calls.close()
         if paused:
@@ -156,15 +165,16 @@ class CellRunner:
             command = self._start(code, loop, steer, worker)
             worker.submit(command)
             result = await self._await_cell(worker, command, code,
-                                            command.context.calls.parking.signal,
-                                            self._watchdog(), loop)
+                                            command.ctx.calls.parking.signal,
+                                            self._watchdog(), loop, steer.cancel)
             if result is not None:
                 return result
         raise RuntimeError("the guest died twice before running the cell")
 
     async def _await_cell(self, worker: Worker, command: Command[Cell], code: str,
                           signal: cf.Future, watchdog: float | None,
-                          loop: asyncio.AbstractEventLoop) -> CellResult | None:
+                          loop: asyncio.AbstractEventLoop,
+                          cancel: Cancel | None = None) -> CellResult | None:
         """`_wait_cell` on the event loop: a timer instead of a blocking wait."""
         waiting, expired, paused = first_of(loop, command, signal), False, False
 
@@ -174,8 +184,10 @@ class CellRunner:
             waiting.cancel()
 
         timer = loop.call_later(watchdog, expire) if watchdog is not None else None
-        calls = command.context.calls
+        calls = command.ctx.calls
         self._running = (worker, command)
+        if cancel is not None:
+            cancel._attach(functools.partial(stop_cell, worker, command))
         try:
             outcome = await waiting
             paused = outcome is PAUSED
@@ -193,6 +205,8 @@ class CellRunner:
             return await asyncio.to_thread(self._trapped, worker, command, trap)
         finally:
             self._running = None
+            if cancel is not None:
+                cancel._detach()
             if not paused:
                 calls.close()
             if timer is not None:
@@ -250,7 +264,7 @@ class CellRunner:
         except Exception:  # noqa: BLE001 - a guest that died is replaced by the next cell
             pass
         finally:
-            parked.command.context.calls.close()
+            parked.command.ctx.calls.close()
         self._notices.append(ABANDONED)
 
     def _forget_cells(self) -> None:
@@ -263,7 +277,7 @@ class CellRunner:
         return worker is not None and worker.alive
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
-        command.context.calls.cancel_all()
+        command.ctx.calls.cancel_all()
         worker.stop(reason)
         return self._trapped(worker, command,
                              GuestTrap("timeout", "a tool call did not return in time"))
@@ -278,3 +292,16 @@ class CellRunner:
         result = build_result(command, outcome, lost, self.workdir, self._names)
         self._names = result.names
         return result
+
+
+def stop_cell(worker: Worker, command: Command, why: str | None = None) -> bool:
+    """Stop `command`'s cell, from any thread: its outcome is decided first (what the guest
+    does from now on, such as ending the cell with a cancelled tool call's error, is not its
+    result, nor kept), then its tool calls are cancelled (a sync tool's thread is left to
+    finish on its own) and the guest stopped. False when the cell had ended: then nothing is
+    touched, whatever runs in the session now."""
+    if not settle(command.future, error=GuestTrap("cancelled", why or CANCELLED)):
+        return False
+    command.ctx.calls.cancel_all()
+    worker.stop("cancelled")
+    return True

@@ -15,8 +15,9 @@ from typing import Any
 from .._closing import Closing
 from .._folders import empty_folder
 from ..errors import SessionClosed, SnapshotError
-from ..runtime import GUEST_DIR, GuestTrap, Runtime, resolve_runtime
+from ..runtime import GUEST_DIR, Runtime, resolve_runtime
 from ..tools import ToolRegistry, guest_spec, search_entry
+from ._cancel import Cancel
 from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
 from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
@@ -25,9 +26,9 @@ from ._parked import Parked
 from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
 from ._rollback import CameBack, Rollback
-from ._running import CellRunner, Steer
+from ._running import CellRunner, Steer, stop_cell
 from ._snapshot import SessionState, capture
-from ._worker import Command, Requests, Worker, settle
+from ._worker import Command, Requests, Worker
 
 log = logging.getLogger("tooliscode")
 
@@ -109,7 +110,7 @@ class Session(CellRunner, Closing):
 
     def run(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
             decisions: Mapping[str, Decision] | None = None,
-            on_output: OnOutput | None = None) -> CellResult:
+            on_output: OnOutput | None = None, cancel: Cancel | None = None) -> CellResult:
         """Run one cell and return what it did. Blocks until the cell ends, or pauses at
         calls that wait for decisions (`result.paused`; continue with `resume`).
 
@@ -135,21 +136,26 @@ class Session(CellRunner, Closing):
         bounded whole. A callback that raises is
         logged and not called again for that cell; the cell runs on. A cell that pauses
         (`result.paused`) streams until it pauses; what it prints once resumed is in the
-        result of `resume`."""
+        result of `resume`.
+
+        `cancel` (a `Cancel`) stops this cell when called, from any thread, as `cancel()`
+        does, but only this one: fired before the cell starts, it stops the cell as it
+        starts; fired after the cell ended, it touches nothing."""
         self._check_open()
         check_on_output(on_output, blocking=True)
         with self._turn:
             self._give_up_paused()
             output = OutputStream(on_output, self.limits.stream_chars) if on_output else None
             try:
-                return self._run(code, None, Steer(call_id, log, decisions, output))
+                return self._run(code, None, Steer(call_id, log, decisions, output, cancel))
             finally:
                 if output is not None:
                     output.close()
 
     async def arun(self, code: str, *, call_id: str | None = None, log: CellLog | None = None,
                    decisions: Mapping[str, Decision] | None = None,
-                   on_output: OnOutput | None = None) -> CellResult:
+                   on_output: OnOutput | None = None,
+                   cancel: Cancel | None = None) -> CellResult:
         """`run` without blocking the event loop; async tools run on this loop.
 
         `on_output` is called on this loop, by one task, in order; when it returns an
@@ -167,7 +173,8 @@ class Session(CellRunner, Closing):
             loop = asyncio.get_running_loop()
             if on_output is not None:
                 output = OutputStream(on_output, self.limits.stream_chars, loop)
-            result = await self._arun(code, loop, Steer(call_id, log, decisions, output))
+            result = await self._arun(code, loop, Steer(call_id, log, decisions, output,
+                                                              cancel))
             if output is not None:
                 await output.drain()
             return result
@@ -176,21 +183,13 @@ class Session(CellRunner, Closing):
                 output.close()
             self._turn.release()
 
-    def cancel(self) -> bool:
+    def cancel(self, why: str | None = None) -> bool:
         """Stop the running cell, from any thread: its tool calls are cancelled (a sync
         tool's thread is left to finish on its own), and the session comes back to its state
-        before the cell, in a new guest. The cell's result says so. False when no cell ran."""
+        before the cell, in a new guest. The cell's result says so, and `why` when given.
+        False when no cell ran. (To stop only the cell of one call, pass `run` a `Cancel`.)"""
         running = self._running
-        if running is None:
-            return False
-        worker, command = running
-        # Its outcome is decided first: what the guest does from now on (end the cell with a
-        # cancelled tool call's error, say) is not its result, nor kept.
-        if not settle(command.future, error=GuestTrap("cancelled", "the cell was cancelled")):
-            return False  # it had ended
-        command.context.calls.cancel_all()
-        worker.stop("cancelled")
-        return True
+        return running is not None and stop_cell(*running, why)
 
     @property
     def paused(self) -> tuple[PendingCall, ...]:
@@ -202,7 +201,7 @@ class Session(CellRunner, Closing):
     def paused_for(self) -> str | None:
         """The code tool call (`run(call_id=...)`) whose cell is paused, if one is."""
         parked = self._parked
-        return parked.command.context.calls.outer_id if parked is not None else None
+        return parked.command.ctx.calls.outer_id if parked is not None else None
 
     def paused_log(self) -> CellLog | None:
         """The paused cell as a log to continue it in another process (`run(log=...)`)."""

@@ -76,8 +76,7 @@ def capture(worker: Worker, runtime: Runtime, workdir: Path, names: tuple[str, .
         state = host_path.read_bytes()
     finally:
         host_path.unlink(missing_ok=True)
-    dropped = reply.get("dropped") if isinstance(reply.get("dropped"), dict) else {}
-    meta = {"dropped": {str(k): str(v) for k, v in dropped.items()}, "names": list(names)}
+    meta = {"dropped": _mapping(reply.get("dropped")), "names": list(names)}
     return pack({"state": state, "files": files}, runtime=snapshot_runtime(runtime), meta=meta,
                 key=key)
 

@@ -13,7 +13,7 @@ import concurrent.futures as cf
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..guest import to_json_value
 from ..tools import Tool
@@ -176,7 +176,8 @@ class Steering:
                 s.answer = self._outcome(s.tool, s.arguments, s.started, s.future.result)
                 self._logged(s.n, s.tool, s.arguments, s.answer)
         held = [s for s in self._started.values() if paused(s)]
-        decisions = self._park([self._pending(s.n, s.tool, s.arguments, s.future.exception())
+        decisions = self._park([self._pending(s.n, s.tool, s.arguments,
+                                              cast(CallPaused, s.future.exception()))
                                 for s in held])
         for s in held:
             decision = decisions[self.id_of(s.n)]

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -240,7 +240,7 @@ class CellCalls(Steering):
         admitted = self._admit(msg)
         if type(admitted) is dict:
             return admitted
-        tool, arguments = admitted
+        tool, arguments = cast("tuple[Tool, dict[str, Any]]", admitted)
         n = self._count
         if self.outer_id is None:  # the common case: no ids, no log
             reply = self._invoke(tool, arguments)

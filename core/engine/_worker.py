@@ -128,6 +128,12 @@ class Command(Generic[ContextT]):
     """Also given what the guest writes straight to its descriptors (a streamed cell's)."""
     _raw_size: int = 0
 
+    @property
+    def ctx(self) -> ContextT:
+        """The context, for commands that have one (a cell's: the caller made it with one)."""
+        assert self.context is not None
+        return self.context
+
     def add_raw(self, stream: str, data: bytes) -> None:
         if self.on_raw is not None:
             self.on_raw(stream, data)

@@ -37,6 +37,8 @@ class Guest:
         self.runner = CellRunner()
         self.setup_msg: dict[str, Any] = {"tools": []}
         self.tools: dict[str, Any] = {}
+        self.kept: Any = None
+        """What the last checkpoint held, when it can be told unchanged (`persist`)."""
 
     def helpers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -67,8 +69,12 @@ class Guest:
         if op != "restore":
             names = sorted(k for k in ns.keys() - self.runner.baseline
                            if type(k) is str and not k.startswith("__"))
-            if op == "checkpoint" and not names:
-                return {"ok": True, "empty": True}
+            if op == "checkpoint":
+                if not names:
+                    return {"ok": True, "empty": True}
+                self.kept, same = persist.unchanged_since(ns, names, self.kept)
+                if same:  # the host's point holds this state already
+                    return {"ok": True, "same": True}
             data, dropped = persist.dump(ns, names, helpers)
             if op == "checkpoint":
                 channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
@@ -103,6 +109,8 @@ class Guest:
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
             return result
+        if op in ("setup", "restore", "rebind", "reset"):
+            self.kept = None  # a namespace the last checkpoint did not see
         if op == "setup":
             self.setup_msg = msg
             self.runner.reset(self.helpers(), msg.get("limits") or {})

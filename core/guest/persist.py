@@ -170,7 +170,7 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
         del values[name]
     dropped: dict[str, str] = {}
     try:
-        blob = _pickle(values, refs, ns)
+        blob = _pickle(values, refs, ns) if values else b""
     except Exception:  # noqa: BLE001 - find the names at fault
         for name, value in list(values.items()):
             try:
@@ -182,6 +182,26 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
     modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
     return pickle.dumps({"format": _FORMAT, "values": blob, "marshalled": plain,
                          "modules": modules}), dropped
+
+
+_FIXED = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
+
+
+def unchanged_since(ns: dict[str, Any], names: list[str], last: Any) -> tuple[Any, bool]:
+    """(what to compare the next time, whether `names` hold what they held at `last`): the
+    same objects, each one that cannot change in place (numbers, strings, modules, tuples of
+    those). A checkpoint of such a namespace need not be taken again."""
+    now = tuple((name, id(ns[name])) for name in names)
+    fixed = all(_fixed(ns[name]) for name in names)
+    return (now if fixed else None), fixed and now == last
+
+
+def _fixed(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _FIXED):
+        return True
+    if type(value) is tuple and depth < 3 and len(value) <= 100:
+        return all(_fixed(v, depth + 1) for v in value)
+    return False
 
 
 def _imported(ns: dict[str, Any]) -> list[str]:
@@ -202,7 +222,8 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
             failed[module] = f"a module that no longer imports ({type(exc).__name__})"
     _globals = ns
     try:
-        values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load()
+        values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load() \
+            if state["values"] else {}
     finally:
         _globals = {}
     if "plain" in state:  # format 1: one marshal of every plain value

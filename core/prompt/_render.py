@@ -12,7 +12,7 @@ from typing import Any
 from ..engine import CellResult
 from ._images import images_line
 
-__all__ = ["EVICTED", "REPLACED", "failed_to_run", "note", "noted", "render"]
+__all__ = ["EVICTED", "REPLACED", "failed_to_run", "not_run", "note", "noted", "render"]
 
 EVICTED = ("This conversation's earlier Python session was closed after {reason}; this is a "
            "new one: earlier variables, imports and files are gone.")
@@ -37,6 +37,12 @@ def noted(text: str, notices: Iterable[str | None]) -> str:
     """`text` after the notices that are set, one line each."""
     lines = [note(n) for n in notices if n]
     return "\n".join([*lines, text]) if lines else text
+
+
+def not_run(why: str) -> str:
+    """What the model reads when the code was cancelled before it started (a time limit
+    that ran out while it waited for its interpreter, say)."""
+    return f"[error] the code did not run: {why}"
 
 
 def failed_to_run(exc: BaseException) -> str:

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..codetool import CodeTool
-from ..engine import Limits
+from ..engine import Cancel, Limits
 from ..openai import ParsedReply, parse_reply
+from ._disconnect import gone_check
 from ._prompt import NEED_CODE, failed_code, guide, history, text_of
 from ._recorder import RECORDING_LIMITS, Recorded, record_calls, recording_tool
 from ._request import ChatRequest
@@ -52,13 +53,17 @@ class Completer:
         """Close the interpreter started for the next request."""
         self.code_tool.close()
 
-    def complete(self, request: ChatRequest, rounds: list[Round]) -> Answer:
-        """The answer to a request with tools in play; `rounds` collects what happened."""
+    def complete(self, request: ChatRequest, rounds: list[Round],
+                 cancel: Cancel | None = None) -> Answer:
+        """The answer to a request with tools in play; `rounds` collects what happened.
+        `cancel` fires when the client goes away: the cell stops, and `ClientGone` ends
+        the request (no further round)."""
         offered = request.offered()
         messages = history(request.messages, request.registry,
                            guide(offered, request.parallel))
         usage: dict[str, int] | None = None
         for attempt in range(self.repairs + 1):
+            gone_check(cancel)
             reply = self.upstream.chat({**request.upstream_fields(), "model": request.model,
                                         "messages": messages, "stream": False})
             usage = add_usage(usage, reply.get("usage"))
@@ -66,7 +71,8 @@ class Completer:
             recorded = Recorded()
             if said.parsed.cells:
                 with self.sandboxes:
-                    recorded = record_calls(self.code_tool, offered, said.parsed.cells)
+                    recorded = record_calls(self.code_tool, offered, said.parsed.cells,
+                                            cancel)
             calls = recorded.calls if request.parallel else recorded.calls[:1]
             rounds.append(Round(said.parsed.text, len(calls), recorded.error))
             last = attempt == self.repairs

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..codetool import CodeTool, Toolbox
-from ..engine import Limits
+from ..engine import Cancel, Limits
 from ..errors import ToolIsCodeError
 from ..tools import ToolRegistry
+from ._disconnect import gone_check
 from ._shapes import call_id
 
 __all__ = ["RECORDING_LIMITS", "Recorded", "record_calls", "recording_tool", "stand_in"]
@@ -57,18 +58,21 @@ def _as_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
 
 
-def record_calls(code: CodeTool, registry: ToolRegistry, cells: list[str]) -> Recorded:
+def record_calls(code: CodeTool, registry: ToolRegistry, cells: list[str],
+                 cancel: Cancel | None = None) -> Recorded:
     """Run `cells` in a sandbox of their own over `registry`, whose tools are `stand_in`s.
 
     The sandbox is `code`'s next run sandbox: usually started already, with these tools,
-    when the previous request ended (a client sends the same tools every time).
+    when the previous request ended (a client sends the same tools every time). `cancel`
+    stops the cell running when the client goes away (`ClientGone` is raised then).
     """
     recorded = Recorded()
     tools = Toolbox.of(registry)
     sandbox = code.take()
     try:
         for cell in cells:
-            reply = code.run_code(cell, sandbox=sandbox, tools=tools)
+            reply = code.run_code(cell, sandbox=sandbox, tools=tools, cancel=cancel)
+            gone_check(cancel)
             result = reply.result
             if result is None:  # the sandbox failed, not the code: a server error
                 raise ToolIsCodeError(reply.text)

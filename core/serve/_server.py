@@ -22,6 +22,7 @@ from .._closing import Starting
 from ..codetool import UNAUTHORIZED, key_matches
 from ..engine import Limits
 from ._completion import Completer, Round
+from ._disconnect import watching
 from ._prompt import history
 from ._recorder import RECORDING_LIMITS
 from ._request import parse_request
@@ -206,7 +207,8 @@ class _Handler(BaseHTTPRequestHandler):
                 request.messages, request.registry, None)}, entry)
         rounds: list[Round] = []
         entry["rounds"] = rounds
-        answer = self.app.completer.complete(request, rounds)
+        with watching(self.connection) as gone:  # a client gone stops its cell
+            answer = self.app.completer.complete(request, rounds, gone)
         entry["response"] = completion(answer)
         if not request.stream:
             return self._json(200, entry["response"], entry)

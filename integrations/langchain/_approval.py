@@ -32,7 +32,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 from tooliscode import OnOutput, ToolError
 from tooliscode.codetool import CodeTool, Reply, Step, Steps, adrive, drive
-from tooliscode.engine import CallPaused, Decision, PendingCall, current_call
+from tooliscode.engine import CallPaused, Cancel, Decision, PendingCall, current_call
 
 from ._chain import (
     CodeCall,
@@ -118,6 +118,8 @@ class Invocation:
     calls: Mapping[str, CodeCall]
     output: OnOutput | None = None
     """Where what a new cell prints goes as it runs (a continued cell streams nothing)."""
+    cancel: Cancel | None = None
+    """Stops the cell (a graph run asked to drain)."""
 
     def run(self) -> Reply:
         return drive(_steps(self))
@@ -142,7 +144,7 @@ class RunCode:
     def _where(self) -> dict[str, Any]:
         i = self.of
         return {"key": i.key, "context": i.turn, "call_id": i.outer, "decisions": self.decisions,
-                "on_output": i.output}
+                "on_output": i.output, "cancel": i.cancel}
 
 
 @dataclass(frozen=True)

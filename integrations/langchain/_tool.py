@@ -27,12 +27,14 @@ from tooliscode.adapters import (
     ToolsFacade,
 )
 from tooliscode.codetool import CodeTool, Reply
+from tooliscode.engine import Cancel
 from tooliscode.prompt import CODE_TOOL_NAME, CODE_TOOL_SCHEMA, base64_data
 from tooliscode.tools import return_schema
 from typing_extensions import Unpack
 
 from ._approval import Gate, Invocation, inner_call
 from ._chain import Chain, CodeCall, Turn, async_only, outer_id
+from ._drain import drained
 from ._reviewers import find, reviewed
 
 __all__ = ["CodeModeTool", "as_langchain_tool", "chained"]
@@ -165,10 +167,12 @@ class CodeModeTool(BaseTool, ToolsFacade):
              ) -> str | list[dict[str, Any]]:
         key, turn = self._tools.hooks.key(config), self._turn(config, run_manager, False)
         output = self._output(turn, tool_call_id)
-        if turn.chain is None:
-            reply = self.code_tool.run_code(code, key=key, context=turn, on_output=output)
-        else:
-            reply = self._invocation(code, key, turn, output).run()
+        with drained() as cancel:
+            if turn.chain is None:
+                reply = self.code_tool.run_code(code, key=key, context=turn, on_output=output,
+                                                cancel=cancel)
+            else:
+                reply = self._invocation(code, key, turn, output, cancel).run()
         return self._tools.hooks.render(reply)
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None,
@@ -176,18 +180,21 @@ class CodeModeTool(BaseTool, ToolsFacade):
                     ) -> str | list[dict[str, Any]]:
         key, turn = self._tools.hooks.key(config), self._turn(config, run_manager, True)
         output = self._output(turn, tool_call_id)
-        if turn.chain is None:
-            reply = await self.code_tool.arun_code(code, key=key, context=turn,
-                                                   on_output=output)
-        else:
-            reply = await self._invocation(code, key, turn, output).arun()
+        with drained() as cancel:
+            if turn.chain is None:
+                reply = await self.code_tool.arun_code(code, key=key, context=turn,
+                                                       on_output=output, cancel=cancel)
+            else:
+                reply = await self._invocation(code, key, turn, output, cancel).arun()
         return self._tools.hooks.render(reply)
 
-    def _invocation(self, code: str, key: Any, turn: Turn, output: OnOutput | None) -> Invocation:
+    def _invocation(self, code: str, key: Any, turn: Turn, output: OnOutput | None,
+                    cancel: Cancel | None) -> Invocation:
         assert turn.chain is not None
         hooks = self._tools.hooks
         assert isinstance(hooks, _Hooks)
-        return Invocation(self.code_tool, code, key, turn.call_id, turn, hooks.calls, output)
+        return Invocation(self.code_tool, code, key, turn.call_id, turn, hooks.calls, output,
+                          cancel)
 
     def _turn(self, config: RunnableConfig, run_manager: Any, is_async: bool) -> Turn:
         """The running cell's context: under `CodeModeMiddleware`, with the agent's chain."""

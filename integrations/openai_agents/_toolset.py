@@ -18,6 +18,7 @@ from agents import (
     ToolsToFinalOutputResult,
 )
 from agents.mcp import MCPServer as AgentsMCPServer
+from agents.tool import ToolErrorFunction, ToolTimeoutBehavior
 from agents.tool_context import ToolContext
 from tooliscode import Limits, MCPServer
 from tooliscode.adapters import Binding, Facade, OptionArgs, Options, Tools, code_of
@@ -31,6 +32,7 @@ from ._calls import ApprovalCallback, CodeCell, SdkHooks
 from ._gate import Gate, Resumed
 from ._pipeline import RunParts
 from ._runs import RunKeys
+from ._timeout import timed_out
 from ._tools import Inner, as_inner, mcp_inners
 
 __all__ = ["CodeModeToolset", "ConversationKey"]
@@ -65,11 +67,20 @@ class CodeModeToolset(Facade, Closing):
     instead. The options are every front end's (`tooliscode.adapters.Options`); `callers`
     names tools the model calls itself: "direct" ones are left out of the code and given to
     the agent beside the code tool (`tools`), "both" ones are in each.
+
+    `timeout`, `timeout_behavior` and `timeout_error_function` are the code tool's, as
+    `function_tool` takes them: the SDK bounds each call of the code tool, waiting for the
+    interpreter included, and cancels it at `timeout` seconds, which stops the cell (the
+    session comes back to its state before it). By default the model reads that it timed out
+    and what came back.
     """
 
     def __init__(self, tools: Iterable[Any] = (), *, mcp_servers: Iterable[Any] = (),
                  conversation: Hashable | ConversationKey | None = None,
-                 approve: ApprovalCallback | None = None, **options: Unpack[OptionArgs]):
+                 approve: ApprovalCallback | None = None, timeout: float | None = None,
+                 timeout_behavior: ToolTimeoutBehavior = "error_as_result",
+                 timeout_error_function: ToolErrorFunction | None = None,
+                 **options: Unpack[OptionArgs]):
         self.options = Options(**options)
         self.name = self.options.name
         self.conversation = conversation
@@ -95,7 +106,9 @@ class CodeModeToolset(Facade, Closing):
         self._gate = Gate(self.name)
         self.tool = self._gate.adopt(FunctionTool(
             name=self.name, params_json_schema=dict(CODE_TOOL_SCHEMA),
-            on_invoke_tool=self._run_code, description=self._description(self._static)))
+            on_invoke_tool=self._run_code, description=self._description(self._static),
+            timeout_seconds=timeout, timeout_behavior=timeout_behavior,
+            timeout_error_function=timeout_error_function or timed_out))
 
     @property
     def tools(self) -> list[FunctionTool]:

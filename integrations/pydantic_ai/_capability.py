@@ -34,5 +34,5 @@ class CodeMode(CodeModeApprovals[AgentDepsT], Settings):
     def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]
                             ) -> AbstractToolset[AgentDepsT] | None:
         return CodeModeToolset(toolset, scope=self.scope, max_retries=self.max_retries,
-                               prestart=self.prestart, options=self.options,
-                               _code_tool=self.code_tool)
+                               prestart=self.prestart, timeout=self.timeout,
+                               options=self.options, _code_tool=self.code_tool)

@@ -15,14 +15,15 @@ from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-from tooliscode.adapters import Facade, OptionArgs, Options, Tools
+from tooliscode.adapters import Facade, OptionArgs, Options, Tools, cancel_after
 from tooliscode.codetool import CodeTool, Reply, Sandbox, Toolbox
-from tooliscode.engine import Decision
+from tooliscode.engine import Cancel, Decision
 from tooliscode.prompt import CODE_TOOL_SCHEMA
 from typing_extensions import TypedDict, Unpack
 
 from ._deferred import decisions_from, open_code_calls
 from ._inner import HOOKS, InnerCell, split
+from ._timeout import time_limit
 
 __all__ = ["CodeModeArgs", "CodeModeToolset", "Scope", "Settings"]
 
@@ -49,9 +50,14 @@ class CodeModeArgs(OptionArgs, total=False):
     prestart: bool
     """Have the run's interpreter started before its first code arrives (run scope): a spare
     made when the previous run ended, or one started when the tools are first listed."""
+    timeout: float | None
+    """The time limit of one code tool call, in seconds, as `Tool(timeout=...)`: at that time
+    the cell is stopped, the session comes back to its state before it, and the model reads
+    so in a retry prompt (as for a function tool that timed out). None: the agent's
+    `tool_timeout`, if it has one (PydanticAI applies that only to its function tools)."""
 
 
-_DEFAULTS: CodeModeArgs = {"scope": "run", "max_retries": 3, "prestart": True}
+_DEFAULTS: CodeModeArgs = {"scope": "run", "max_retries": 3, "prestart": True, "timeout": None}
 """PydanticAI's own options' defaults (the others are every front end's, `Options`)."""
 
 
@@ -63,6 +69,7 @@ class Settings(Facade):
     scope: Scope
     max_retries: int
     prestart: bool
+    timeout: float | None
     _code_tool: CodeTool = field(repr=False)
     """Where runs get interpreters; shared by the per-run copies (and by `CodeMode`'s)."""
 
@@ -73,8 +80,11 @@ class Settings(Facade):
         self.scope = given.pop("scope")
         self.max_retries = given.pop("max_retries")
         self.prestart = given.pop("prestart")
+        self.timeout = given.pop("timeout")
         if self.scope not in ("run", "conversation"):
             raise UserError(f"scope must be 'run' or 'conversation', not {self.scope!r}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise UserError(f"timeout must be > 0, got {self.timeout}")
         try:
             self.options = Options.of(options, **given)
         except ValueError as exc:
@@ -192,7 +202,8 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
             self._own_sandbox(state).warm(state.tools.toolbox)
         code_def = ToolDefinition(
             name=name, description=state.description, parameters_json_schema=CODE_TOOL_SCHEMA,
-            sequential=True, metadata={"code_arg_name": "code", "code_arg_language": "python"})
+            sequential=True, timeout=self.timeout,
+            metadata={"code_arg_name": "code", "code_arg_language": "python"})
         code = _CodeTool(toolset=self, tool_def=code_def, max_retries=self.max_retries,
                          args_validator=cast(Any, _CODE_ARGS.validator), inner=inner,
                          tools=listed)
@@ -219,10 +230,14 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
                               root_capability=parent.root_capability if parent else None)
         cell = InnerCell(manager=manager, context=contextvars.copy_context(), tools=tool.tools,
                          call_id=ctx.tool_call_id or self.options.name, run=ctx)
-        reply = await self._cell(ctx, cell, tool_args["code"])
+        seconds = time_limit(ctx, tool.tool_def)
+        with cancel_after(seconds, f"PydanticAI's time limit for this tool call, {seconds} s, "
+                                   "ran out") as cancel:
+            reply = await self._cell(ctx, cell, tool_args["code"], cancel)
         return HOOKS.pause(cell, reply) if reply.paused else HOOKS.render(reply)
 
-    async def _cell(self, ctx: RunContext[AgentDepsT], cell: InnerCell, code: str) -> Reply:
+    async def _cell(self, ctx: RunContext[AgentDepsT], cell: InnerCell, code: str,
+                    cancel: Cancel | None = None) -> Reply:
         """Run the code call's cell, or continue the one it paused when the call comes back
         approved (`cell.decided`: the decisions handed in)."""
         call_id = cell.call_id
@@ -232,7 +247,7 @@ class CodeModeToolset(WrapperToolset[AgentDepsT], Settings):
         async def run(where: dict[str, Any], decisions: Mapping[str, Decision] | None) -> Reply:
             return await self.code_tool.arun_code(code, context=cell, tools=cell.tools.toolbox,
                                                   call_id=call_id, decisions=decisions,
-                                                  on_output=output, **where)
+                                                  on_output=output, cancel=cancel, **where)
 
         decisions = decisions_from(ctx.tool_call_metadata) if ctx.tool_call_approved else None
         where, resumed = self._where(ctx, call_id if ctx.tool_call_approved else None)
