@@ -15,15 +15,28 @@ from wasmtime import FuncType, Trap, ValType, WasmtimeError
 from wasmtime import _ffi as ffi
 from wasmtime._func import maybe_raise_last_exn
 
-__all__ = ["Memory", "memory_base", "caller_context", "define_unchecked", "call_unchecked",
+__all__ = ["raw", "set_epoch_deadline", "Memory", "memory_base", "caller_context", "define_unchecked", "call_unchecked",
            "UNCHECKED_CB",
            "NO_FINALIZER", "Export", "check_i32_export", "store_context", "i32", "i64", "set_i32"]
 
 
-def _raw(name: str, restype: Any, *argtypes: Any) -> Any:
-    fn = ffi.dll[name]  # __getitem__ makes a fresh function object: ours alone
+_KEEPS_GIL = ctypes.PyDLL(ffi.dll._name, handle=ffi.dll._handle)
+"""The same library, its functions called without releasing the GIL. A plain `ctypes` call
+releases it and takes it back: when another thread wants it meanwhile (the epoch ticker, the
+caller being woken), taking it back waits for that thread, 20-30 us a call measured on a
+warm cell's path. Calls that return at once (no guest code runs) keep it."""
+
+
+def raw(name: str, restype: Any, *argtypes: Any, runs_wasm: bool = False) -> Any:
+    """A private prototype of C-API function `name` (a fresh function object: wasmtime-py's
+    own prototypes stay untouched). Only a call that runs guest code (`runs_wasm`), which may
+    take long and call back into Python, releases the GIL."""
+    fn = (ffi.dll if runs_wasm else _KEEPS_GIL)[name]
     fn.restype, fn.argtypes = restype, list(argtypes)
     return fn
+
+
+_raw = raw
 
 
 UNCHECKED_CB = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
@@ -41,10 +54,18 @@ define_unchecked = _raw("wasmtime_linker_define_func_unchecked", ctypes.c_void_p
                         ctypes.c_size_t, ctypes.c_void_p, UNCHECKED_CB, ctypes.c_void_p,
                         _FINALIZER)
 call_unchecked = _raw("wasmtime_func_call_unchecked", ctypes.c_void_p, ctypes.c_void_p,
-                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                      runs_wasm=True)
 
 _VAL = 16  # sizeof(wasmtime_val_raw_t)
 store_context = _raw("wasmtime_store_context", ctypes.c_void_p, ctypes.c_void_p)
+_set_epoch_deadline = _raw("wasmtime_context_set_epoch_deadline", None, ctypes.c_void_p,
+                           ctypes.c_uint64)
+
+
+def set_epoch_deadline(context: int, ticks: int) -> None:
+    """`Store.set_epoch_deadline`, keeping the GIL (`context`: `store_context(store.ptr())`)."""
+    _set_epoch_deadline(context, ticks)
 
 
 def check_i32_export(module: Any, name: str, params: int) -> None:

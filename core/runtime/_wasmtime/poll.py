@@ -14,9 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wasmtime import _ffi as ffi
-
-from .capi import Memory, i32, set_i32
+from .capi import Memory, i32, raw, set_i32
 
 if TYPE_CHECKING:
     from .shadow import Passthrough
@@ -30,8 +28,7 @@ _ABSTIME = 1
 _SLICE_S = 0.02
 _SUBSCRIPTION = struct.Struct("<QB7xIxxxxQQH")  # userdata, tag, clock id, timeout, precision, flags
 _EVENT_CLOCK = struct.Struct("<QHB21x")  # userdata, error, type (no fd fields for clocks)
-_trap_new = ffi.dll["wasmtime_trap_new"]
-_trap_new.restype, _trap_new.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_size_t]
+_trap_new = raw("wasmtime_trap_new", ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
 
 def _guest_now(passthrough: Passthrough, caller: int, memory: int, clock_id: int,

@@ -17,6 +17,7 @@ from typing import Any
 import wasmtime
 
 from ..base import GuestSpec, GuestTrap, Instance, Runtime, TrapReason
+from .capi import set_epoch_deadline, store_context
 from .epoch_ticker import EpochTicker
 from .folder_quota import DiskQuota
 from .host_functions import DEADLINE_CB, NO_FINALIZER, tls
@@ -108,7 +109,7 @@ class WatchedGuest(Instance):
         self._changed = False
         self._armed = True
         self._ticker.watch(self, self._deadline)
-        self._store.set_epoch_deadline(1)
+        set_epoch_deadline(store_context(self._store.ptr()), 1)
 
     def park(self) -> None:
         if self._armed:
@@ -121,7 +122,7 @@ class WatchedGuest(Instance):
         if self._parked:
             self._parked, self._armed = False, True
             self._ticker.watch(self, self._deadline)
-            self._store.set_epoch_deadline(1)
+            set_epoch_deadline(store_context(self._store.ptr()), 1)
 
     def disarm(self) -> None:
         self._deadline, self._parked = None, False

@@ -20,6 +20,8 @@ import wasmtime
 from wasmtime import _ffi as ffi
 from wasmtime.component import LinkerInstance
 
+from .._wasmtime.capi import raw as _raw
+
 __all__ = ["define", "Turn", "Stop", "guard_callback", "call_callback", "console_callback"]
 
 log = logging.getLogger("tooliscode")
@@ -28,12 +30,6 @@ _VAL = 32
 _STRING, _S64, _S32 = 12, 7, 5
 _U64 = ctypes.c_uint64
 _I64 = ctypes.c_int64
-
-
-def _raw(name: str, restype: Any, *argtypes: Any) -> Any:
-    fn = ffi.dll[name]  # a fresh function object: wasmtime-py's prototypes stay untouched
-    fn.restype, fn.argtypes = restype, list(argtypes)
-    return fn
 
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -46,9 +42,9 @@ _add_func = _raw("wasmtime_component_linker_instance_add_func", ctypes.c_void_p,
                  _FINALIZER)
 _func_call = _raw("wasmtime_component_func_call", ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                  ctypes.c_size_t)
+                  ctypes.c_size_t, runs_wasm=True)
 _post_return = _raw("wasmtime_component_func_post_return", ctypes.c_void_p, ctypes.c_void_p,
-                    ctypes.c_void_p)
+                    ctypes.c_void_p, runs_wasm=True)
 _vec_new = _raw("wasm_byte_vec_new", None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
 _vec_delete = _raw("wasm_byte_vec_delete", None, ctypes.c_void_p)
 _error_new = _raw("wasmtime_error_new", ctypes.c_void_p, ctypes.c_char_p)
