@@ -37,7 +37,16 @@ from crewai.utilities.agent_utils import execute_single_native_tool_call
 from crewai.utilities.string_utils import sanitize_tool_name
 from pydantic import BaseModel, Field, PrivateAttr
 from tooliscode import ToolError
-from tooliscode.adapters import Binding, Cell, Hooks, OptionArgs, Options, Tools, ToolsFacade
+from tooliscode.adapters import (
+    Binding,
+    Cell,
+    CodeArgs,
+    Hooks,
+    OptionArgs,
+    Options,
+    Tools,
+    ToolsFacade,
+)
 from tooliscode.adapters import evaluated as _evaluated
 from tooliscode.codetool import CodeTool, Reply
 from tooliscode.prompt import CODE_TOOL_NAME
@@ -48,10 +57,6 @@ __all__ = ["CodeModeTool", "ConversationKey", "as_crewai_tool", "code_mode"]
 
 ConversationKey = Callable[[Any, Any, Any], "Hashable | None"]
 """`key(agent, task, crew)`: the conversation whose interpreter a call should use."""
-
-
-class _CodeArgs(BaseModel):
-    code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
 @dataclass(kw_only=True)
@@ -131,7 +136,7 @@ class CodeModeTool(BaseTool, ToolsFacade):
 
     name: str = CODE_TOOL_NAME
     description: str = ""
-    args_schema: type[BaseModel] = _CodeArgs
+    args_schema: type[BaseModel] = CodeArgs
     instructions: str = ""
     """How to use the code tool and the tool catalog, for a backstory or system prompt."""
     agent: Any = Field(default=None, exclude=True)

@@ -33,11 +33,11 @@ from llama_index.core.base.llms.types import ImageBlock, TextBlock
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.types import adapt_to_async_tool
 from llama_index.core.workflow import Context, Event
-from pydantic import BaseModel
 from tooliscode import ToolError
 from tooliscode.adapters import (
     Binding,
     Cell,
+    CodeArgs,
     Hooks,
     OptionArgs,
     Options,
@@ -72,10 +72,6 @@ class CodeOutput(Event):
     stream: str
     """"stdout" or "stderr"."""
     text: str
-
-
-class _CodeArgs(BaseModel):
-    code: str  # as CODE_TOOL_SCHEMA: one string, its name saying what it is
 
 
 @dataclass(kw_only=True)
@@ -194,7 +190,7 @@ def as_llama_index_tool(tools: Iterable[Any], **options: Unpack[OptionArgs]) -> 
         return await tool._arun(code, ctx, name)
 
     tool = CodeModeTool(fn=run, async_fn=arun, metadata=ToolMetadata(name=name, description="",
-                                                                     fn_schema=_CodeArgs))
+                                                                     fn_schema=CodeArgs))
     tool._setup(tools, settings, by_function=False)
     catalog = tool._tools.catalog(settings)
     tool.instructions = catalog.instructions

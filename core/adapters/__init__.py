@@ -11,7 +11,7 @@ the code (a time limit it leaves to the tool, a flag) become a `Cancel` (`cancel
 `cancel_when`).
 """
 
-from ._arguments import code_of, variables_code
+from ._arguments import CodeArgs, code_of, variables_code
 from ._binding import Approval, Binding, callable_parameters
 from ._cancel import cancel_after, cancel_when
 from ._catalog import Catalog
@@ -23,7 +23,7 @@ from ._options import CommonArgs, OptionArgs, Options, Placement
 from ._output import OUTPUT_EVENT, OutputChunk, OutputSink, forward
 from ._tools import Tools, unapproved
 
-__all__ = ["OUTPUT_EVENT", "Approval", "Binding", "Catalog", "Cell", "CommonArgs", "Facade",
-           "Hooks", "OptionArgs", "Options", "OutputChunk", "OutputSink", "Placement", "Tools",
-           "ToolsFacade", "callable_parameters", "cancel_after", "cancel_when", "code_of",
-           "evaluated", "forward", "running", "unapproved", "variables_code"]
+__all__ = ["OUTPUT_EVENT", "Approval", "Binding", "Catalog", "Cell", "CodeArgs", "CommonArgs",
+           "Facade", "Hooks", "OptionArgs", "Options", "OutputChunk", "OutputSink", "Placement",
+           "Tools", "ToolsFacade", "callable_parameters", "cancel_after", "cancel_when",
+           "code_of", "evaluated", "forward", "running", "unapproved", "variables_code"]

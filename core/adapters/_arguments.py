@@ -7,11 +7,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..guest import to_json_value
 
-__all__ = ["code_of", "variables_code"]
+__all__ = ["CodeArgs", "code_of", "variables_code"]
 
 _EXPECTED = 'expected arguments {"code": "<python source>"}'
+
+
+class CodeArgs(BaseModel):
+    """The code tool's arguments as a pydantic model, for frameworks that declare a tool's
+    arguments that way (its JSON schema is `CODE_TOOL_SCHEMA`'s: one string, named for what
+    it is)."""
+
+    code: str
 
 
 def code_of(arguments: str | dict[str, Any] | None) -> str:
