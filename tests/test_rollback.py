@@ -94,6 +94,22 @@ def test_a_cell_past_its_time_limit_comes_back(session):
     _comes_back(session, r, expected, "still running after 2 s")
 
 
+def test_state_many_cells_on_comes_back_exactly(session):
+    """Past several rounds of the data runtime learning which pages every cell writes (those
+    are left unprotected and copied at each commit: `_hot`), the point is still exact."""
+    from tooliscode.runtime.data import _hot
+
+    expected = _fresh(session)
+    for i in range(2 * _hot.RELEARN + 5):
+        assert session.run(f"keep.append({i})\nkeep.pop()\nrandom.random()").ok
+    if _exact(session):  # each cell drew a number: the next one is read, then drawn again
+        assert session.run("state = random.getstate()").ok
+        expected = session.run(f"random.setstate(state)\n{EXACT_CHECK}").value
+        assert session.run("random.setstate(state)").ok
+    r = session.run("keep.append(1)\np.x = 99\nrandom.random()\nwhile True:\n    pass")
+    _comes_back(session, r, expected, "still running after 2 s")
+
+
 def test_the_interpreter_exiting_comes_back(session):
     expected = _fresh(session)
     r = session.run("keep.clear()\nimport os\nos._exit(3)")

@@ -5,8 +5,10 @@ The memory is registered with a userfaultfd for write protection in its asynchro
 a write to a protected page is let through by the kernel itself (no handler thread) and the
 page is marked written. PAGEMAP_SCAN then lists the written pages of a range and protects
 them again, in one call that walks the page tables: a cell's commit copies only the pages
-that cell wrote, however large the memory. Soft-dirty bits would do the same, but clearing
-them is process-wide, which several guests in one process cannot share.
+that cell wrote, however large the memory. The pages every cell writes are left unprotected
+and copied each time, which costs less than their faults (`_hot`). Soft-dirty bits would do
+the same, but clearing them is process-wide, which several guests in one process cannot
+share.
 
 Where the kernel lacks either (`Tracker.start` returns None), commits compare whole pages.
 """
@@ -17,6 +19,9 @@ import ctypes
 import os
 import sys
 import threading
+
+from ._hot import Hot
+from ._page_map import PAGE
 
 __all__ = ["Tracker", "Region"]
 
@@ -38,7 +43,9 @@ _MAX_REGIONS = 4096
 Region = tuple[int, int]
 """[start, end) byte offsets into the memory."""
 
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+# PyDLL: an ioctl here returns at once, and one that gave the GIL up would wait to take it
+# back from the caller's thread, which is busy with the result the commit follows.
+_libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _lock = threading.Lock()
 _pagemap: int | None = None
 
@@ -54,6 +61,7 @@ class Tracker:
     def __init__(self, fd: int, address: int, size: int):
         self._fd, self.address, self.size = fd, address, size
         self._out = (ctypes.c_uint64 * (3 * _MAX_REGIONS))()
+        self._hot = Hot()
 
     @classmethod
     def start(cls, address: int, size: int) -> Tracker | None:
@@ -90,17 +98,36 @@ class Tracker:
         return ok
 
     def written(self) -> list[Region] | None:
-        """The regions written since the last call (or `start`), protected again; None when
-        the scan failed (take every page then)."""
+        """The regions written since the last call (or `start`), with the hot pages, which
+        stay unprotected (`_hot`); the others are protected again. None when a scan failed
+        (take every page then)."""
+        relearn = self._hot.relearn()
+        regions = self._scan(protect=relearn)
+        if regions is None:
+            return None
+        runs = [(start // PAGE, end // PAGE) for start, end in regions]
+        if relearn:
+            self._hot.protected_all(runs)
+            return regions
+        for first, end in self._hot.settle(runs, self.size // PAGE):
+            protect = (ctypes.c_uint64 * 3)(self.address + first * PAGE, (end - first) * PAGE,
+                                            _WP)
+            if _ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) < 0:
+                return None
+        return regions
+
+    def _scan(self, protect: bool) -> list[Region] | None:
+        """The pages not protected now (written since they were), protected when `protect`."""
         pagemap = _page_map()
         if pagemap is None:
             return None
         out, regions = self._out, []
+        flags = _PM_SCAN_CHECK_WPASYNC | (_PM_SCAN_WP_MATTERING if protect else 0)
         start, end = self.address, self.address + self.size
         while start < end:
-            arg = (ctypes.c_uint64 * 12)(96, _PM_SCAN_WP_MATTERING | _PM_SCAN_CHECK_WPASYNC,
-                                         start, end, 0, ctypes.addressof(out), _MAX_REGIONS, 0,
-                                         0, _PAGE_IS_WRITTEN, 0, _PAGE_IS_WRITTEN)
+            arg = (ctypes.c_uint64 * 12)(96, flags, start, end, 0, ctypes.addressof(out),
+                                         _MAX_REGIONS, 0, 0, _PAGE_IS_WRITTEN, 0,
+                                         _PAGE_IS_WRITTEN)
             found = _ioctl(pagemap, _PAGEMAP_SCAN, arg)
             if found < 0:
                 return None
