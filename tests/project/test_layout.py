@@ -70,7 +70,7 @@ def _readme_imports() -> list[tuple[str, list[str]]]:
 
 OWN_ENVIRONMENT = {"tooliscode.integrations.crewai": "crewai"}
 """Adapters whose framework lives in an environment of its own (see the Makefile): their
-README names are checked there, by tests/crewai_env."""
+README names are checked there, by tests/integrations/crewai."""
 
 
 def test_every_public_name_the_readme_and_docs_show_imports_from_where_they_show_it():
@@ -180,3 +180,4 @@ def test_callers_split_tools_between_the_code_and_the_model():
         split_callers(["a"], {"x": "code"}, str)
     with pytest.raises(ValueError, match="must be one of code, direct, both"):
         split_callers(["a"], {"a": "model"}, str)
+
