@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # CrewAI pins mcp<2 and openai<3, which the mcp, openai-agents and pydantic-ai extras cannot
-# share: it gets an environment of its own, where tests/crewai_env runs.
+# share: it gets an environment of its own, where tests/integrations/crewai runs.
 CREW       := .venv-crewai
 CREW_PY    := $(CREW)/bin/python
 CREW_STAMP := $(CREW)/.installed
@@ -39,22 +39,26 @@ demo: $(STAMP)
 
 # Two workers, each test file on one of them (module fixtures are then set up once). Most of
 # the suite's time is spent starting interpreters and subprocesses, which two workers overlap.
-# Then the whole suite again with the data runtime as the default (tests/data pins it already;
-# tests/unit boots no guest; the examples are the README's, on the default runtime, and what
-# they show is tested on both runtimes by the other files; the first uses into a fresh cache
-# and the command runtime's own tests pin their runtimes, whichever the suite's is, so once is
-# enough; the docs show the default runtime's output).
-PINNED := tests/test_runtime.py::test_a_fresh_cache_builds_and_compiles_once_and_says_so \
-	tests/test_runtime.py::test_without_componentize_py_a_missing_component_is_a_clear_error
+# Then the whole suite again with the data runtime as the default (tests/runtime/data pins it
+# already; HOST_ONLY boots no guest; the examples are the README's, on the default runtime, and
+# what they show is tested on both runtimes by the other files; the first uses into a fresh
+# cache and the command runtime's own tests pin their runtimes, whichever the suite's is, so
+# once is enough; the docs show the default runtime's output).
+# tests/ mirrors the package: tests/engine/ holds tooliscode.engine's tests, and so on.
+HOST_ONLY := tests/engine/test_daemon_threads.py tests/guest/test_cell_tail.py \
+	tests/guest/test_convert.py tests/guest/test_plain_calls.py tests/guest/test_validate.py \
+	tests/openai/test_parse_call.py tests/prompt/test_render_result.py \
+	tests/project/test_layout.py tests/tools/test_schema_stubs.py tests/tools/test_summaries.py
+ONCE := tests/runtime/data $(HOST_ONLY) tests/project/test_examples.py \
+	tests/project/test_docs.py tests/runtime/test_command_runtime.py tests/runtime/test_tiers.py
+PINNED := tests/runtime/test_runtime.py::test_a_fresh_cache_builds_and_compiles_once_and_says_so \
+	tests/runtime/test_runtime.py::test_without_componentize_py_a_missing_component_is_a_clear_error
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
-	$(CREW_PY) -m pytest -q tests/crewai_env
+	$(CREW_PY) -m pytest -q tests/integrations/crewai
 	TOOLISCODE_RUNTIME=data $(PY) -m pytest -q -n 2 --dist loadfile tests \
-		--ignore=tests/data --ignore=tests/unit --ignore=tests/test_examples.py \
-		--ignore=tests/test_docs.py \
-		--ignore=tests/test_command_runtime.py --ignore=tests/test_tiers.py \
-		$(addprefix --deselect ,$(PINNED))
-	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/crewai_env
+		$(addprefix --ignore=,$(ONCE)) $(addprefix --deselect ,$(PINNED))
+	TOOLISCODE_RUNTIME=data $(CREW_PY) -m pytest -q tests/integrations/crewai
 
 bench: setup
 	$(PY) benchmarks/run_all.py

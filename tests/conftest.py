@@ -8,8 +8,8 @@ import time
 import pytest
 from tooliscode import Limits, Session, ToolError
 
-# tests/crewai_env runs in CrewAI's own environment (see its conftest.py and the Makefile).
-collect_ignore = [] if importlib.util.find_spec("crewai") else ["crewai_env"]
+# tests/integrations/crewai runs in CrewAI's own environment (see its conftest.py and the Makefile).
+collect_ignore = [] if importlib.util.find_spec("crewai") else ["integrations/crewai"]
 
 
 def get_order(order_id: int) -> dict:

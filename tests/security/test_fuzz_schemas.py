@@ -103,7 +103,7 @@ def instances(schema: dict, top: bool = False) -> st.SearchStrategy:
 
 
 # 150 schemas of up to 8 leaves over every construct the generator has; the golden corpora in
-# tests/test_codegen.py cover the real-world shapes.
+# tests/tools/test_codegen.py cover the real-world shapes.
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=tool_schemas, data=st.data())
 def test_stub_compiles_and_allowed_arguments_pass(schema, data):

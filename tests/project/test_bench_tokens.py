@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from tasks import filesystem, filesystem_chat, logs, small, tickets, tickets_chat, workflow
 from tasks.base import Result, received

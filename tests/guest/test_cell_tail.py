@@ -1,5 +1,5 @@
 """The cell's last expression kept by patching one instruction (guest/cells.py), checked on
-this interpreter's bytecode (the guests run it on 3.12 and 3.15: tests/test_cells.py)."""
+this interpreter's bytecode (the guests run it on 3.12 and 3.15: tests/engine/test_cells.py)."""
 
 from __future__ import annotations
 

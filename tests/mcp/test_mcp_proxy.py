@@ -25,7 +25,7 @@ from mcp_servers import INVENTORY, free_port, git_repo, installed, inventory_ove
 from tooliscode.mcp._config import ConfigError, load_config, parse_config
 from tooliscode.mcp._proxy import CodeModeProxy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOLISCODE = [sys.executable, "-m", "tooliscode.cli", "mcp"]
 API_KEY = "proxy-k3y"
 

@@ -1,5 +1,5 @@
 """Choosing the data runtime by name: the environment variable and the command line
-(`tooliscode warmup --runtime default` makes the fresh cache of tests/test_runtime.py)."""
+(`tooliscode warmup --runtime default` makes the fresh cache of tests/runtime/test_runtime.py)."""
 
 from __future__ import annotations
 

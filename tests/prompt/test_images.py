@@ -3,7 +3,7 @@ model in each API's own image shape.
 
 The default runtime has no matplotlib, so the guest side runs here against a stand-in
 `matplotlib.pyplot` package written into the session folder (real imports, real sandbox, real
-PNG files); tests/data/test_charts.py runs real matplotlib on the `data` runtime. The
+PNG files); tests/runtime/data/test_charts.py runs real matplotlib on the `data` runtime. The
 conversions are checked with each framework's own types.
 """
 
@@ -27,7 +27,7 @@ from tooliscode.prompt._render import noted, render
 from tooliscode.runtime import python_note
 from tooliscode.tools._registry import ToolRegistry
 
-FAKE_PYPLOT = (Path(__file__).parent / "_fake_pyplot.py").read_text()
+FAKE_PYPLOT = (Path(__file__).parents[1] / "_fake_pyplot.py").read_text()
 DRAW = "import matplotlib.pyplot as plt\n"
 
 
@@ -51,7 +51,7 @@ PLAIN = Reply("text", CellResult(ok=True))
 
 def _with_pyplot(limits: Limits | None = None) -> Session:
     """A default-runtime session with a stand-in pyplot (the data runtime's real matplotlib is
-    tested in tests/data/test_charts.py)."""
+    tested in tests/runtime/data/test_charts.py)."""
     session = Session(limits=limits or Limits(timeout_s=20), runtime="default")
     session.write_file("matplotlib/__init__.py", "")
     session.write_file("matplotlib/pyplot.py", FAKE_PYPLOT)

@@ -38,7 +38,7 @@ from tooliscode import Limits, Session
 from tooliscode.durable import RedisStore
 from tooliscode.integrations.pydantic_ai import CodeMode, CodeModeToolset
 
-HERE = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 LIMITS = Limits(timeout_s=60)
 
 
@@ -375,7 +375,7 @@ async def test_a_stored_pause_holds_no_lease_and_expires(redis_url):  # noqa: F8
 
 
 def resume_elsewhere(url: str, folder: Path, resumes: int) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, str(HERE / "_pydantic_ai_approval.py"), url,
+    done = subprocess.run([sys.executable, str(TESTS / "_pydantic_ai_approval.py"), url,
                            str(folder), str(resumes)], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -4,8 +4,8 @@ and ends the run with a `ToolApprovalItem` for it; `state.approve` / `state.reje
 (over a real Redis). Guardrails and hooks see inner calls. Counters at the tools prove that
 nothing runs twice and that a rejected call never runs.
 
-Run as a script (`python tests/test_openai_agents_approval.py URL STATE_FILE`), it is the
-other process: it resumes a run from its serialized state and prints what happened.
+Run as a script (`python tests/integrations/test_openai_agents_approval.py URL STATE_FILE`),
+it is the other process: it resumes a run from its serialized state and prints what happened.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The documentation's code and figures are real.
 
 Every fenced block in README.md and docs/ is checked here: a Python block either includes an
-example (`--8<-- "examples/x.py:section"`, an example that tests/test_examples.py runs) or is
-run, the blocks of one page in order in one namespace, and a `text title="Output"` block after
-it must be what it printed; a bash line must be a make target, an install of existing extras,
-a `tooliscode` command its parser takes, or an environment variable the package reads; a JSON
-block must parse, and a servers file must load. Every measured figure must sit beside a
-`<!-- results: ROW -->` mark and appear in that row of benchmarks/RESULTS.md. The
-troubleshooting page must name every error message a user can meet.
+example (`--8<-- "examples/x.py:section"`, an example that tests/project/test_examples.py
+runs) or is run, the blocks of one page in order in one namespace, and a `text title="Output"`
+block after it must be what it printed; a bash line must be a make target, an install of
+existing extras, a `tooliscode` command its parser takes, or an environment variable the
+package reads; a JSON block must parse, and a servers file must load. Every measured figure
+must sit beside a `<!-- results: ROW -->` mark and appear in that row of benchmarks/RESULTS.md.
+The troubleshooting page must name every error message a user can meet.
 
 Runs on the default runtime only (the outputs shown are the default runtime's).
 """
@@ -32,7 +32,7 @@ from tooliscode import Limits
 from tooliscode.cli import COMMANDS
 from tooliscode.mcp import parse_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 
@@ -103,14 +103,14 @@ def test_every_block_is_of_a_kind_that_is_checked() -> None:
 
 
 def test_included_examples_are_ones_the_tests_run() -> None:
-    ran = (ROOT / "tests" / "test_examples.py").read_text() + \
-        (ROOT / "tests" / "test_demo.py").read_text()
+    ran = (ROOT / "tests" / "project" / "test_examples.py").read_text() + \
+        (ROOT / "tests" / "project" / "test_demo.py").read_text()
     for b in every_block():
         for m in (snippets(b) or []) if b.lang == "python" else []:
             path = ROOT / m["path"]
             assert path.parent == ROOT / "examples" and path.is_file(), f"{b}: {m['path']}"
             assert f'"{path.stem}"' in ran or path.name in ran, \
-                f"{b}: {m['path']} is not run by tests/test_examples.py"
+                f"{b}: {m['path']} is not run by tests/project/test_examples.py"
             if m["section"]:
                 text = path.read_text()
                 assert f"# --8<-- [start:{m['section']}]" in text \

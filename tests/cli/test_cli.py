@@ -11,7 +11,7 @@ from textwrap import dedent
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STORE = str(ROOT / "examples" / "store_tools.py")
 
 

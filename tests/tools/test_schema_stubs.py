@@ -1,6 +1,6 @@
 """JSON Schema to the Python stub the model reads and the spec the guest binds calls with.
 
-Single schemas with their exact stub, checked on the host alone; tests/test_codegen.py checks
+Single schemas with their exact stub, checked on the host alone; tests/tools/test_codegen.py checks
 whole corpora against golden files and in the guest.
 """
 

@@ -378,7 +378,7 @@ def test_a_cell_that_asks_for_other_calls_on_resume_stops_before_any(mode, tmp_p
     assert dict(RAN) == {"ping": 1}
 
 
-WORKER = Path(__file__).parent / "_langchain_agents.py"
+WORKER = Path(__file__).parents[1] / "_langchain_agents.py"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -70,7 +70,7 @@ def _readme_imports() -> list[tuple[str, list[str]]]:
 
 OWN_ENVIRONMENT = {"tooliscode.integrations.crewai": "crewai"}
 """Adapters whose framework lives in an environment of its own (see the Makefile): their
-README names are checked there, by tests/crewai_env."""
+README names are checked there, by tests/integrations/crewai."""
 
 
 def test_every_public_name_the_readme_and_docs_show_imports_from_where_they_show_it():
@@ -180,3 +180,42 @@ def test_callers_split_tools_between_the_code_and_the_model():
         split_callers(["a"], {"x": "code"}, str)
     with pytest.raises(ValueError, match="must be one of code, direct, both"):
         split_callers(["a"], {"a": "model"}, str)
+
+
+NOT_MIRRORS = {"project", "security", "golden", "mcp_servers"}
+"""The folders of tests/ that mirror no package path: the project as a whole (docs, examples,
+layout, hygiene), hostile code against all of it, and helpers the tests share."""
+
+
+def test_the_tests_mirror_the_package():
+    """tests/engine/ holds the tests of tooliscode.engine (core/engine/), tests/runtime/data/
+    those of tooliscode.runtime.data, tests/integrations/crewai/ those of
+    tooliscode.integrations.crewai: every other folder names a subpackage or module that
+    exists, and no test file sits at the top, where no module's tests belong."""
+    tests = ROOT / "tests"
+    assert not sorted(p.name for p in tests.glob("test_*.py"))
+    mirrors = 0
+    for folder in sorted(p for p in tests.rglob("*") if p.is_dir()):
+        parts = folder.relative_to(tests).parts
+        if parts[0] in NOT_MIRRORS or any(p.startswith((".", "__")) for p in parts):
+            continue
+        source = ROOT.joinpath(*parts) if parts[0] == "integrations" else \
+            ROOT.joinpath("core", *parts)
+        assert source.is_dir() or source.with_suffix(".py").is_file(), \
+            f"tests/{'/'.join(parts)} mirrors nothing: there is no {source.relative_to(ROOT)}"
+        mirrors += 1
+    assert mirrors > 10, mirrors
+
+
+def test_the_test_paths_the_makefile_names_exist():
+    """`--ignore` and `--deselect` take a path that is not there without a word: a test file
+    moved or renamed would then run where the Makefile keeps it out, or the reverse."""
+    text = (ROOT / "Makefile").read_text()
+    named = set(re.findall(r"\btests/[\w/.]*(?:::\w+)?", text))
+    assert len(named) > 10, named
+    for name in sorted(named):
+        path, _, test = name.partition("::")
+        assert (ROOT / path).exists(), f"the Makefile names {path}, which is not there"
+        if test:
+            assert re.search(rf"^(async )?def {test}\(", (ROOT / path).read_text(),
+                             re.MULTILINE), f"the Makefile names {name}, which is not there"

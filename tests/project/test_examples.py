@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from zoneinfo import ZoneInfo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 _KEYS = ("OPENAI_API_KEY", "GOOGLE_API_KEY")

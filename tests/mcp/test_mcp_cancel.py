@@ -24,7 +24,7 @@ from mcp_servers import INVENTORY, free_port
 from tooliscode import Limits, MCPServer
 from tooliscode.mcp._proxy import CodeModeProxy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PRINTS_THEN_LOOPS = "x = 42\nprint('started', flush=True)\nwhile True:\n    pass"
 _PROTOCOL = "2025-06-18"
 
