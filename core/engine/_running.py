@@ -194,9 +194,7 @@ class CellRunner:
         except asyncio.CancelledError:
             if expired:
                 return await asyncio.to_thread(self._abandon, worker, command, "timeout")
-            if not command.future.done():  # the task awaiting it was cancelled: so is the cell
-                calls.cancel_all()
-                worker.stop("cancelled")
+            if stop_cell(worker, command):  # the task awaiting it was cancelled: so is the cell
                 self._given_up(worker, "The last cell was cancelled (the task running it was).")
             raise
         except NotStarted:
@@ -277,10 +275,11 @@ class CellRunner:
         return worker is not None and worker.alive
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
+        trap = GuestTrap("timeout", "a tool call did not return in time")
+        settle(command.future, error=trap)  # first: what the guest does from now on is not kept
         command.ctx.calls.cancel_all()
         worker.stop(reason)
-        return self._trapped(worker, command,
-                             GuestTrap("timeout", "a tool call did not return in time"))
+        return self._trapped(worker, command, trap)
 
     def _trapped(self, worker: Worker, command: Command, trap: GuestTrap) -> CellResult:
         """The cell was stopped: a new guest, with the session's state before the cell."""
@@ -299,7 +298,9 @@ def stop_cell(worker: Worker, command: Command, why: str | None = None) -> bool:
     does from now on, such as ending the cell with a cancelled tool call's error, is not its
     result, nor kept), then its tool calls are cancelled (a sync tool's thread is left to
     finish on its own) and the guest stopped. False when the cell had ended: then nothing is
-    touched, whatever runs in the session now."""
+    touched, whatever runs in the session now. Deciding first matters: a cancelled tool call
+    can let the cell end before the guest is stopped, and a cell whose outcome is decided is
+    never kept as the point to come back to (`Worker._next`)."""
     if not settle(command.future, error=GuestTrap("cancelled", why or CANCELLED)):
         return False
     command.ctx.calls.cancel_all()
