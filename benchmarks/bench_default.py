@@ -92,8 +92,8 @@ def native_loop_s() -> float:
 
 _FIRST = ("import time\nt = time.perf_counter()\nfrom tooliscode import Session\n"
           "with Session([], runtime={name!r}) as s:\n    r = s.run('1 + 1')\n"
-          "print(time.perf_counter() - t, r.value, s._state.worker.instance.tier.compiler, "
-          "flush=True)\n"
+          "    compiler = s._state.worker.instance.tier.compiler\n"
+          "print(time.perf_counter() - t, r.value, compiler, flush=True)\n"
           "from tooliscode.runtime import runtime_named\nt2 = time.perf_counter()\n"
           "runtime_named({name!r}).tiers.wait(900)\nprint(time.perf_counter() - t, flush=True)")
 
@@ -113,6 +113,8 @@ def first_use(name: str, keep: tuple[str, ...] = ()) -> tuple[float, float, str]
         out = subprocess.run([sys.executable, "-c", _FIRST.format(name=name)], env=env,
                              capture_output=True, text=True, timeout=1800)
         lines = out.stdout.split("\n")
+        if len(lines[0].split()) != 3:
+            raise RuntimeError(f"the first use printed {out.stdout!r}: {out.stderr[-500:]}")
         first, value, compiler = lines[0].split()
         assert value == "2", out.stderr
         return float(first), float(lines[1]), compiler
