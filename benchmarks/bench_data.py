@@ -236,8 +236,10 @@ def rows(compile_data: bool = False) -> list[Row]:
     out.append(Row("new interpreter to first result, data (no pool)",
                    f"{data_ms:.1f} ms ({_load()})", "<= 5 ms", "ok" if data_ms <= 5 else "over"))
     ratio = default_ms / data_ms
-    out.append(Row("... default runtime, empty pool", f"{default_ms:.1f} ms ({ratio:.0f}x)",
-                   ">= 10x", "ok" if ratio >= 10 else "over"))
+    # Against the old default (a boot each) this was >= 10x; the component default starts
+    # from an image too, so the ratio is reported, not aimed at.
+    out.append(Row("... default runtime, empty pool", f"{default_ms:.1f} ms ({ratio:.1f}x)",
+                   "-", "info"))
     for name in ("data", "default"):
         rate, cpu_ms = _conversations_per_s(name)
         target = ">= 100/s" if name == "data" else "-"
@@ -261,11 +263,11 @@ def rows(compile_data: bool = False) -> list[Row]:
     rss, pss = _rss_per_session()
     out.append(Row("RSS per idle session with pandas, 20 alive", f"{rss:.1f} MB (PSS {pss:.1f})",
                    "<= 50 MB", "ok" if rss <= 50 else "over"))
-    for name in ("default", "data") if compile_data else ("default",):
-        took, size = _first_compile(name)
-        out.append(Row(f"first compile, {name}", f"{took:.0f} s, cache {size:.0f} MB", "-",
-                       "info"))
-    if not compile_data:
+    # The default runtime compiles on first use (bench_default.py times that, cache emptied).
+    if compile_data:
+        took, size = _first_compile("data")
+        out.append(Row("first compile, data", f"{took:.0f} s, cache {size:.0f} MB", "-", "info"))
+    else:
         out.append(Row("first compile, data", "measured once: 160 s, 292 MB, 2.4 GiB peak",
                        "-", "info"))
     return out
