@@ -26,7 +26,7 @@ from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
-from ._points import POINT_WAIT_S, Points
+from ._points import Points
 
 __all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all", "settle"]
 
@@ -367,7 +367,7 @@ class Worker:
                 self.instance.turn(SERVE)
             finally:
                 self._deliver()
-                if self.points.due and self._point_wanted():
+                if self.points.due:
                     self.points.commit()
 
     def _deliver(self) -> None:
@@ -377,25 +377,6 @@ class Worker:
         finished, self._finished = self._finished, None
         if finished is not None:
             settle(finished[0].future, finished[1])
-
-    def _point_wanted(self) -> bool:
-        """A rollback point is due (its result given): False when it would be the session's
-        first and the next command, if it comes within `POINT_WAIT_S`, is an exit. A session
-        closed right after its first cell (as a framework's run that makes one code call
-        closes its own) then pays for no point; the first is the dearest (the data runtime's
-        copies every page written since the guest started). Later points are made at once,
-        while the caller reads the result."""
-        if not self._turns or self._held is not None or self.points.point is not None:
-            return True
-        try:
-            command = self._commands.get(timeout=POINT_WAIT_S)
-        except queue.Empty:
-            return True
-        if command.message.get("op") == "exit":
-            self._exiting = True
-            return False
-        self._held = command
-        return True
 
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
@@ -485,10 +466,9 @@ class Worker:
             follow = self.points.after(current.message.get("op"), current.blob, result)
             if follow is not None:  # its checkpoint, in this turn, once its result is given
                 self._deliver()
-                if self._point_wanted():
-                    self._current = Command(follow)
-                    self.instance.arm(self.limits.timeout_s)
-                    return self._current.message
+                self._current = Command(follow)
+                self.instance.arm(self.limits.timeout_s)
+                return self._current.message
         command = self._take()
         if command is None:
             return {"op": "yield"}

@@ -277,21 +277,3 @@ def test_keeping_nothing_is_a_limit_the_result_names():
         r = s.run("while True:\n    pass")
         assert r.restarted and not r.rolled_back and "keep" in r.lost_names, r.error
         assert s.run("keep").error_type == "NameError"
-
-
-def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
-    """The first point waits for the next command (`POINT_WAIT_S`, long here so the test does
-    not race the clock): an exit means none is made; any other command has it made first."""
-    from tooliscode.engine import _worker
-
-    monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
-    with Session([], limits=Limits(timeout_s=1)) as s:
-        assert s.run("x = 1").ok
-        worker = s._state.worker
-    worker.thread.join(10)
-    assert worker.points.point is None and not worker.thread.is_alive()
-    with Session([], limits=Limits(timeout_s=1)) as s:
-        assert s.run("x = 1").ok
-        r = s.run("x = 2\nwhile True:\n    pass")
-        assert r.rolled_back, r.error
-        assert s.run("x").value == "1"
