@@ -48,6 +48,18 @@ PLACES = {
 }
 
 
+def _cancel_when_running(session: Session, runner: threading.Thread, after_s: float) -> float:
+    """Once `runner`'s cell has run `after_s`, cancel it and wait for `runner`; returns when
+    the cancel was made (`time.perf_counter()`)."""
+    while session._running is None:
+        time.sleep(0.001)
+    time.sleep(after_s)
+    start = time.perf_counter()
+    session.cancel()
+    runner.join()
+    return start
+
+
 def cancel_to_next_ms(runtime: str, samples: int = 20) -> dict[str, list[float]]:
     """Per place: ms from `cancel()` to the next cell's result, in a session with state."""
     out: dict[str, list[float]] = {}
@@ -61,12 +73,7 @@ def cancel_to_next_ms(runtime: str, samples: int = 20) -> dict[str, list[float]]
                 runner.start()
                 if tool:
                     _ENTERED.wait(30)
-                while s._running is None:
-                    time.sleep(0.001)
-                time.sleep(0.02)
-                start = time.perf_counter()
-                s.cancel()
-                runner.join()
+                start = _cancel_when_running(s, runner, 0.02)
                 r = s.run("len(rows)")
                 times.append((time.perf_counter() - start) * 1e3)
                 assert r.value == "1000", r.error
@@ -132,12 +139,7 @@ def back_after_stop_ms(runtime: str, state: str, samples: int = 7) -> float:
             runner = threading.Thread(target=_run_into, args=(s, "import time\ntime.sleep(60)",
                                                               result))
             runner.start()
-            while s._running is None:
-                time.sleep(0.001)
-            time.sleep(0.05)
-            start = time.perf_counter()
-            s.cancel()
-            runner.join()
+            start = _cancel_when_running(s, runner, 0.05)
             times.append((time.perf_counter() - start) * 1e3)
             assert result[0].rolled_back, result[0].error
         assert s.run("big").ok

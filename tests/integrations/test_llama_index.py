@@ -6,7 +6,6 @@ No `from __future__ import annotations`: FunctionTool finds a `Context` paramete
 annotation object."""
 
 import asyncio
-import itertools
 import json
 import threading
 from typing import Any
@@ -52,11 +51,6 @@ def code():
     tool.close()
 
 
-_IDS = itertools.count(1)
-"""Tool call ids, unique across the LLMs of one test: a Context that makes a cancelled call
-again must not meet a new call by the same id."""
-
-
 def function_calls(*codes: str) -> MockFunctionCallingLLM:
     """An LLM that calls run_python with each code in turn, then answers with the last tool
     result it was given."""
@@ -65,7 +59,7 @@ def function_calls(*codes: str) -> MockFunctionCallingLLM:
     def reply(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
         if steps:
             return ChatMessage(role="assistant", blocks=[ToolCallBlock(
-                tool_call_id=f"call-{next(_IDS)}", tool_name="run_python",
+                tool_call_id=f"call-{len(steps)}", tool_name="run_python",
                 tool_kwargs={"code": steps.pop(0)})])
         return ChatMessage(role="assistant", content=f"answer: {messages[-1].content}")
 

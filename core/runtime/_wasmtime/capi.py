@@ -36,36 +36,29 @@ def raw(name: str, restype: Any, *argtypes: Any, runs_wasm: bool = False) -> Any
     return fn
 
 
-_raw = raw
-
-
 UNCHECKED_CB = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_void_p, ctypes.c_size_t)
 """wasmtime_func_unchecked_callback_t: (env, caller, args_and_results, n) -> wasm_trap_t*."""
 _FINALIZER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 NO_FINALIZER = _FINALIZER(lambda _p: None)
 
-caller_context = _raw("wasmtime_caller_context", ctypes.c_void_p, ctypes.c_void_p)
-_memory_data = _raw("wasmtime_memory_data", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_memory_size = _raw("wasmtime_memory_data_size", ctypes.c_size_t, ctypes.c_void_p,
-                    ctypes.c_void_p)
-define_unchecked = _raw("wasmtime_linker_define_func_unchecked", ctypes.c_void_p,
-                        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                        ctypes.c_size_t, ctypes.c_void_p, UNCHECKED_CB, ctypes.c_void_p,
-                        _FINALIZER)
-call_unchecked = _raw("wasmtime_func_call_unchecked", ctypes.c_void_p, ctypes.c_void_p,
-                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                      runs_wasm=True)
+caller_context = raw("wasmtime_caller_context", ctypes.c_void_p, ctypes.c_void_p)
+_memory_data = raw("wasmtime_memory_data", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_memory_size = raw("wasmtime_memory_data_size", ctypes.c_size_t, ctypes.c_void_p,
+                   ctypes.c_void_p)
+define_unchecked = raw("wasmtime_linker_define_func_unchecked", ctypes.c_void_p,
+                       ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                       ctypes.c_size_t, ctypes.c_void_p, UNCHECKED_CB, ctypes.c_void_p,
+                       _FINALIZER)
+call_unchecked = raw("wasmtime_func_call_unchecked", ctypes.c_void_p, ctypes.c_void_p,
+                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                     runs_wasm=True)
 
 _VAL = 16  # sizeof(wasmtime_val_raw_t)
-store_context = _raw("wasmtime_store_context", ctypes.c_void_p, ctypes.c_void_p)
-_set_epoch_deadline = _raw("wasmtime_context_set_epoch_deadline", None, ctypes.c_void_p,
-                           ctypes.c_uint64)
-
-
-def set_epoch_deadline(context: int, ticks: int) -> None:
-    """`Store.set_epoch_deadline`, keeping the GIL (`context`: `store_context(store.ptr())`)."""
-    _set_epoch_deadline(context, ticks)
+store_context = raw("wasmtime_store_context", ctypes.c_void_p, ctypes.c_void_p)
+set_epoch_deadline = raw("wasmtime_context_set_epoch_deadline", None, ctypes.c_void_p,
+                         ctypes.c_uint64)
+"""`Store.set_epoch_deadline(ticks)` as `(store_context(store.ptr()), ticks)`, keeping the GIL."""
 
 
 def check_i32_export(module: Any, name: str, params: int) -> None:

@@ -21,6 +21,7 @@ from wasmtime import _ffi as ffi
 from wasmtime.component import LinkerInstance
 
 from .._wasmtime.capi import raw as _raw
+from .._wasmtime.capi import store_context as _context
 
 __all__ = ["define", "Turn", "Stop", "guard_callback", "call_callback", "console_callback"]
 
@@ -48,7 +49,6 @@ _post_return = _raw("wasmtime_component_func_post_return", ctypes.c_void_p, ctyp
 _vec_new = _raw("wasm_byte_vec_new", None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
 _vec_delete = _raw("wasm_byte_vec_delete", None, ctypes.c_void_p)
 _error_new = _raw("wasmtime_error_new", ctypes.c_void_p, ctypes.c_char_p)
-_context = _raw("wasmtime_store_context", ctypes.c_void_p, ctypes.c_void_p)
 
 
 class Stop(Exception):
