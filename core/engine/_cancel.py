@@ -3,8 +3,9 @@
 A framework's time limit, a client that went away, a graph run asked to drain: each decides,
 somewhere else, that the code it started must stop. `Session.cancel()` stops whatever cell is
 running; a `Cancel` stops only the cells it was given to (`Session.run(cancel=...)`), even
-when it fires before its cell has started (the cell is then stopped as it starts) or while
-the session runs another caller's cell (which it leaves alone). Once fired it stays fired.
+when it fires before its cell has started (the cell then never runs, and the session is left
+as it is) or while the session runs another caller's cell (which it leaves alone). Once fired
+it stays fired.
 """
 
 from __future__ import annotations

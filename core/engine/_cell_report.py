@@ -18,7 +18,7 @@ from ._rollback import CameBack
 from ._tool_calls import CellCalls
 from ._worker import Command
 
-__all__ = ["Cell", "build_result", "trap_result", "restart_notice"]
+__all__ = ["Cell", "build_result", "dropped_result", "restart_notice", "trap_result"]
 
 
 @dataclass
@@ -280,3 +280,14 @@ def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limit
         restarted=not rolled and bool(came.lost), rolled_back=rolled,
         lost_names=tuple(came.missing) if rolled else came.lost, files_written=written,
         notices=(*command.notices, state, *extra))
+
+
+def dropped_result(command: Command, trap: GuestTrap, names: tuple[str, ...]) -> CellResult:
+    """A cell cancelled before the guest took it (`stop_cell`): none of it ran."""
+    why = f" ({trap.message})" if trap.message != CANCELLED else ""
+    return CellResult(
+        ok=False, error=f"CancelledError: the cell was cancelled before it started{why}. "
+        "None of it ran: the session is as it was.", error_type="CancelledError",
+        duration_s=time.perf_counter() - command.ctx.started, names=names,
+        notices=tuple(command.notices))
+

@@ -5,7 +5,7 @@ point is a `CommitPoint` and comes back exactly. Elsewhere the guest pickles its
 after each cell, as a durable snapshot does (`Checkpoint`), and what does not pickle is named
 when the session comes back. `Points` keeps a worker's point up to date; it runs on the
 guest's thread, between commands, and costs the cell's caller nothing: the cell's result is
-given first.
+given first, and a session that closes at once makes none.
 """
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ from typing import Any
 from ..runtime import CommitPoint, Instance
 from ._limits import Limits
 
-__all__ = ["Checkpoint", "Points"]
+__all__ = ["POINT_WAIT_S", "Checkpoint", "Points"]
 
 log = logging.getLogger("tooliscode")
 
 _KEEPS = frozenset({"cell", "rebind"})
 """Commands whose state is kept (a "restore" keeps what it loaded: `Points.keep`)."""
+POINT_WAIT_S = 0.01
+"""How long a due point waits for the next command before it is made: when that is the
+session closing, no point is needed. Between the cells of a conversation there is a model's
+answer to wait for, so the point is made in that time all the same."""
 _CHECKPOINT = "checkpoint"
 """The command that has the guest pickle its variables and hand them over (as raw bytes)."""
 

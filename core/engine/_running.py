@@ -14,12 +14,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..runtime import GuestTrap
 from ..tools import ToolRegistry
 from ._cancel import CANCELLED, Cancel
-from ._cell_report import Cell, build_result, trap_result
+from ._cell_report import Cell, build_result, dropped_result, trap_result
 from ._limits import Limits
 from ._live import GuestHold
 from ._output import OutputStream
@@ -30,7 +30,7 @@ from ._rollback import CameBack
 from ._tool_calls import CellCalls
 from ._worker import Command, NotStarted, Worker, settle
 
-__all__ = ["CellRunner", "Steer", "stop_cell"]
+__all__ = ["CellRunner", "Steer", "Stopped", "stop_cell"]
 
 WATCHDOG_GRACE_S = 5.0
 
@@ -111,6 +111,15 @@ class CellRunner:
         self._notices.clear()
         return command
 
+    def _fired(self, command: Command[Cell], cancel: Cancel | None) -> CellResult | None:
+        """A cell whose `cancel` fired before it was sent is not sent."""
+        why = cancel.why if cancel is not None else None
+        if why is None:
+            return None
+        command.dropped = True
+        command.ctx.calls.close()
+        return dropped_result(command, GuestTrap("cancelled", why), self._names)
+
     def _watchdog(self) -> float | None:
         t = self.limits.timeout_s
         return None if t is None else t + WATCHDOG_GRACE_S
@@ -120,6 +129,8 @@ class CellRunner:
         for _attempt in range(2):
             worker = self._ensure_worker(settle=False)
             command = self._start(code, loop, steer, worker)
+            if (fired := self._fired(command, steer.cancel)) is not None:
+                return fired
             waiter = Waiter(command, command.ctx.calls.parking.signal)
             worker.submit(command)
             result = self._wait_cell(worker, command, code, waiter, self._watchdog(),
@@ -163,6 +174,8 @@ class CellRunner:
                 else self._state.worker
             assert worker is not None
             command = self._start(code, loop, steer, worker)
+            if (fired := self._fired(command, steer.cancel)) is not None:
+                return fired
             worker.submit(command)
             result = await self._await_cell(worker, command, code,
                                             command.ctx.calls.parking.signal,
@@ -194,8 +207,11 @@ class CellRunner:
         except asyncio.CancelledError:
             if expired:
                 return await asyncio.to_thread(self._abandon, worker, command, "timeout")
-            if stop_cell(worker, command):  # the task awaiting it was cancelled: so is the cell
+            stopped = stop_cell(worker, command)  # the task awaiting it was: so is the cell
+            if stopped == "stopped":
                 self._given_up(worker, "The last cell was cancelled (the task running it was).")
+            elif stopped == "dropped":  # it never ran: what it was to carry, the next one does
+                self._notices[:0] = command.notices
             raise
         except NotStarted:
             return None
@@ -283,6 +299,8 @@ class CellRunner:
 
     def _trapped(self, worker: Worker, command: Command, trap: GuestTrap) -> CellResult:
         """The cell was stopped: a new guest, with the session's state before the cell."""
+        if command.dropped:  # cancelled before it started: the guest and its state are as were
+            return dropped_result(command, trap, self._names)
         came = self._replace(worker)
         return trap_result(command, trap, came, self.limits, self.workdir)
 
@@ -293,16 +311,27 @@ class CellRunner:
         return result
 
 
-def stop_cell(worker: Worker, command: Command, why: str | None = None) -> bool:
-    """Stop `command`'s cell, from any thread: its outcome is decided first (what the guest
-    does from now on, such as ending the cell with a cancelled tool call's error, is not its
-    result, nor kept), then its tool calls are cancelled (a sync tool's thread is left to
-    finish on its own) and the guest stopped. False when the cell had ended: then nothing is
-    touched, whatever runs in the session now. Deciding first matters: a cancelled tool call
-    can let the cell end before the guest is stopped, and a cell whose outcome is decided is
-    never kept as the point to come back to (`Worker._next`)."""
-    if not settle(command.future, error=GuestTrap("cancelled", why or CANCELLED)):
-        return False
+Stopped = Literal["ended", "dropped", "stopped"]
+"""What `stop_cell` did: nothing (the cell had ended), kept a cell that had not started from
+ever starting, or stopped the guest under a running cell."""
+
+
+def stop_cell(worker: Worker, command: Command, why: str | None = None) -> Stopped:
+    """Stop `command`'s cell, from any thread.
+
+    A cell still waiting for the guest (behind the point the last cell keeps, say) is dropped:
+    it never runs, and the guest and its state are not touched. A running cell's outcome is
+    decided first (what the guest does from now on, such as ending the cell with a cancelled
+    tool call's error, is not its result, nor kept), then its tool calls are cancelled (a sync
+    tool's thread is left to finish on its own) and the guest stopped. Deciding first
+    matters: a cancelled tool call can let the cell end before the guest is stopped, and a
+    cell whose outcome is decided is never kept as the point to come back to
+    (`Worker._next`). Nothing is touched when the cell had ended, whatever runs now."""
+    trap = GuestTrap("cancelled", why or CANCELLED)
+    if worker.drop(command):
+        return "dropped" if settle(command.future, error=trap) else "ended"
+    if not settle(command.future, error=trap):
+        return "ended"
     command.ctx.calls.cancel_all()
     worker.stop("cancelled")
-    return True
+    return "stopped"

@@ -187,9 +187,10 @@ class Session(CellRunner, Closing):
         """Stop the running cell, from any thread: its tool calls are cancelled (a sync
         tool's thread is left to finish on its own), and the session comes back to its state
         before the cell, in a new guest. The cell's result says so, and `why` when given.
+        A cell still waiting for the guest never runs, and the session is left as it is.
         False when no cell ran. (To stop only the cell of one call, pass `run` a `Cancel`.)"""
         running = self._running
-        return running is not None and stop_cell(*running, why)
+        return running is not None and stop_cell(*running, why) != "ended"
 
     @property
     def paused(self) -> tuple[PendingCall, ...]:

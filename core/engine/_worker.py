@@ -26,7 +26,7 @@ from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
-from ._points import Points
+from ._points import POINT_WAIT_S, Points
 
 __all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all", "settle"]
 
@@ -126,6 +126,10 @@ class Command(Generic[ContextT]):
     """Bytes the guest handed over while the command ran (a checkpoint's)."""
     on_raw: Callable[[str, bytes], None] | None = None
     """Also given what the guest writes straight to its descriptors (a streamed cell's)."""
+    started: bool = False
+    """The guest was handed it (set under the worker's lock: see `Worker.drop`)."""
+    dropped: bool = False
+    """Cancelled before the guest was handed it: it never runs."""
     _raw_size: int = 0
 
     @property
@@ -204,6 +208,25 @@ class Worker:
                 self._commands.put(command)
                 self._start_thread()
         return command.future
+
+    def drop(self, command: Command) -> bool:
+        """From any thread: keep a submitted `command` from ever being handed to the guest.
+        False when it already was. A command cancelled while it waits (behind the point the
+        last cell keeps, say) thus never stops the guest, nor the point under way."""
+        with self._lock:
+            if command.started:
+                return False
+            command.dropped = True
+            return True
+
+    def _claim(self, command: Command) -> bool:
+        """On the guest's thread, just before handing `command` over: False when it was
+        dropped."""
+        with self._lock:
+            if command.dropped:
+                return False
+            command.started = True
+            return True
 
     def _start_thread(self) -> None:
         """Start the guest's thread, once (hold `_lock`). A turn-based guest starts at its
@@ -362,12 +385,14 @@ class Worker:
             if command.message.get("op") == _BETWEEN:
                 self._run_between(command)
                 continue
+            if command.dropped:  # cancelled while it waited: no turn for it (`_take` decides)
+                continue
             self._held = command
             try:
                 self.instance.turn(SERVE)
             finally:
                 self._deliver()
-                if self.points.due:
+                if self.points.due and self._point_wanted():
                     self.points.commit()
 
     def _deliver(self) -> None:
@@ -378,25 +403,49 @@ class Worker:
         if finished is not None:
             settle(finished[0].future, finished[1])
 
+    def _point_wanted(self) -> bool:
+        """A rollback point is due (its result given): False when it would be the session's
+        first and the next command, if it comes within `POINT_WAIT_S`, is an exit. A session
+        closed right after its first cell (as a framework's run that makes one code call
+        closes its own) then pays for no point; the first is the dearest (the data runtime's
+        copies every page written since the guest started). Later points are made at once,
+        while the caller reads the result. A cell that comes meanwhile waits for the point;
+        cancelled while it waits, it is dropped (`drop`), and the point is kept all the same."""
+        if not self._turns or self._held is not None or self.points.point is not None:
+            return True
+        try:
+            command = self._commands.get(timeout=POINT_WAIT_S)
+        except queue.Empty:
+            return True
+        if command.message.get("op") == "exit":
+            self._exiting = True
+            return False
+        self._held = command
+        return True
+
     def _take(self) -> Command | None:
         """The next command for the guest; None tells a turn-based guest to yield."""
         if self.points.due:  # the commit comes first, between turns
             return None
-        if not self._turns:
-            return self._commands.get()
-        command, self._held = self._held, None
-        if command is None:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return None
-        if command.message.get("op") == "exit":
-            self._exiting = True
-            return None
-        if command.message.get("op") == _BETWEEN:  # runs once this turn has ended
-            self._held = command
-            return None
-        return command
+        while True:
+            if not self._turns:
+                command: Command | None = self._commands.get()
+            else:
+                command, self._held = self._held, None
+                if command is None:
+                    try:
+                        command = self._commands.get_nowait()
+                    except queue.Empty:
+                        return None
+                if command.message.get("op") == "exit":
+                    self._exiting = True
+                    return None
+                if command.message.get("op") == _BETWEEN:  # runs once this turn has ended
+                    self._held = command
+                    return None
+            assert command is not None
+            if self._claim(command):
+                return command
 
     def _changing(self) -> None:
         current = self._current
@@ -466,9 +515,10 @@ class Worker:
             follow = self.points.after(current.message.get("op"), current.blob, result)
             if follow is not None:  # its checkpoint, in this turn, once its result is given
                 self._deliver()
-                self._current = Command(follow)
-                self.instance.arm(self.limits.timeout_s)
-                return self._current.message
+                if self._point_wanted():
+                    self._current = Command(follow)
+                    self.instance.arm(self.limits.timeout_s)
+                    return self._current.message
         command = self._take()
         if command is None:
             return {"op": "yield"}

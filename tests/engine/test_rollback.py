@@ -191,7 +191,8 @@ def test_a_cancel_stops_only_the_cells_it_was_given_to(session):
     assert r.error_type == "CancelledError" and "(the client went away)" in r.error, r.error
     _comes_back(session, r, expected, "cancelled")
     fired = session.run("keep.append(3)", cancel=cancel)  # fired before this cell started
-    assert fired.rolled_back and "(the client went away)" in fired.error, fired.error
+    assert fired.error_type == "CancelledError" and not fired.rolled_back, fired.error
+    assert "(the client went away)" in fired.error and "before it started" in fired.error
     done = Cancel()
     assert session.run("keep.append(4)", cancel=done).ok
     done("too late")
@@ -277,3 +278,75 @@ def test_keeping_nothing_is_a_limit_the_result_names():
         r = s.run("while True:\n    pass")
         assert r.restarted and not r.rolled_back and "keep" in r.lost_names, r.error
         assert s.run("keep").error_type == "NameError"
+
+
+def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
+    """The first point waits for the next command (`POINT_WAIT_S`, long here so the test does
+    not race the clock): an exit means none is made; any other command has it made first."""
+    from tooliscode.engine import _worker
+
+    monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
+    with Session([], limits=Limits(timeout_s=1)) as s:
+        assert s.run("x = 1").ok
+        worker = s._state.worker
+    worker.thread.join(10)
+    assert worker.points.point is None and not worker.thread.is_alive()
+    with Session([], limits=Limits(timeout_s=1)) as s:
+        assert s.run("x = 1").ok
+        r = s.run("x = 2\nwhile True:\n    pass")
+        assert r.rolled_back, r.error
+        assert s.run("x").value == "1"
+
+
+def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
+    """A cell sent the moment the last result came waits for that cell's point; cancelled
+    then (by `cancel()`, or its awaiting task), it is dropped: the guest, and the point under
+    way, are left alone, and a later stop comes back to that point. The point is held back
+    here until the cancel is in, so the test does not race the clock."""
+    with Session([], limits=Limits(timeout_s=1)) as s:
+        assert s.run("keep = 0").ok
+        worker = s._state.worker
+        gate, due = threading.Event(), threading.Event()
+        wanted = worker._point_wanted
+
+        def held() -> bool:
+            due.set()
+            gate.wait(10)
+            return wanted()
+
+        worker._point_wanted = held
+        assert s.run("keep = 1").ok
+        assert due.wait(10)
+        results = []
+        runner = threading.Thread(target=lambda: results.append(s.run("keep = 2")))
+        runner.start()
+        while s._running is None:
+            time.sleep(0.001)
+        assert s.cancel("the user pressed stop")
+        runner.join(10)
+        gate.set()
+        r = results[0]
+        assert r.error_type == "CancelledError" and not r.rolled_back and not r.restarted
+        assert "before it started (the user pressed stop)" in r.error, r.error
+        assert s._state.worker is worker and worker.alive
+
+        async def cancelled_task() -> None:
+            gate.clear()
+            due.clear()
+            assert (await s.arun("keep = 3")).ok
+            assert due.wait(10)
+            task = asyncio.ensure_future(s.arun("keep = 4"))
+            while s._running is None:
+                await asyncio.sleep(0.001)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            gate.set()
+            after = await s.arun("keep")
+            assert after.ok and after.value == "3" and not after.notices, after
+
+        asyncio.run(cancelled_task())
+        assert s._state.worker is worker
+        stopped = s.run("keep = 5\nwhile True:\n    pass")
+        assert stopped.rolled_back, stopped.error
+        assert s.run("keep").value == "3"
