@@ -49,7 +49,7 @@ async def _cancelled(mode: CodeMode) -> float:
     """Start a run whose code loops, and cancel it once the cell runs; when it cancelled."""
     task = asyncio.ensure_future(_run(mode, LOOP))
     sandbox = None
-    while sandbox is None or sandbox.session is None or sandbox.session._running is None:
+    while sandbox is None or sandbox.session is None or not sandbox.session.running:
         await asyncio.sleep(0.001)
         sandbox = mode.code_tool.get(CONVERSATION)
     await asyncio.sleep(0.02)

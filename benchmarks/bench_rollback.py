@@ -51,7 +51,7 @@ PLACES = {
 def _cancel_when_running(session: Session, runner: threading.Thread, after_s: float) -> float:
     """Once `runner`'s cell has run `after_s`, cancel it and wait for `runner`; returns when
     the cancel was made (`time.perf_counter()`)."""
-    while session._running is None:
+    while not session.running:
         time.sleep(0.001)
     time.sleep(after_s)
     start = time.perf_counter()

@@ -24,13 +24,13 @@ CAME_BACK = "The last cell was cancelled (the task running it was). The session 
 
 def running(code_tool: CodeTool | None = None) -> Session | None:
     """The session of `code_tool`'s conversations (or, without one, of this process) whose
-    cell is running now, if one is."""
+    cell is running now, if one is (taken by its guest: one cancelled before that never runs)."""
     if code_tool is None:
         sessions = list(live)
     else:
         sandboxes = [code_tool.get(key) for key in code_tool.keys]
         sessions = [s.session for s in sandboxes if s is not None and s.session is not None]
-    return next((s for s in sessions if s._running is not None), None)
+    return next((s for s in sessions if s.running), None)
 
 
 async def until_running(code_tool: CodeTool) -> Session:

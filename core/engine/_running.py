@@ -33,6 +33,8 @@ from ._worker import Command, NotStarted, Worker, settle
 __all__ = ["CellRunner", "Steer", "Stopped", "stop_cell"]
 
 WATCHDOG_GRACE_S = 5.0
+DROPPED = ("The last cell was cancelled before it started (the task running it was): none of "
+           "it ran, and the session is as it was.")
 
 
 @dataclass(frozen=True)
@@ -210,8 +212,8 @@ class CellRunner:
             stopped = stop_cell(worker, command)  # the task awaiting it was: so is the cell
             if stopped == "stopped":
                 self._given_up(worker, "The last cell was cancelled (the task running it was).")
-            elif stopped == "dropped":  # it never ran: what it was to carry, the next one does
-                self._notices[:0] = command.notices
+            elif stopped == "dropped":  # it never ran: the next result says so
+                self._notices[:0] = [*command.notices, DROPPED]
             raise
         except NotStarted:
             return None

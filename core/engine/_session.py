@@ -193,6 +193,14 @@ class Session(CellRunner, Closing):
         return running is not None and stop_cell(*running, why) != "ended"
 
     @property
+    def running(self) -> bool:
+        """Whether a cell runs in the guest now, from any thread: taken by the guest and not
+        ended (a cell still waiting for the guest, behind the last cell's rollback point, is
+        not running yet: a cancel then drops it)."""
+        running = self._running
+        return running is not None and running[1].started and not running[1].future.done()
+
+    @property
     def paused(self) -> tuple[PendingCall, ...]:
         """The calls the paused cell waits on (empty when no cell is paused)."""
         parked = self._parked

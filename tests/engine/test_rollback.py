@@ -241,7 +241,7 @@ def _cancel_once(s: Session) -> None:
     results = []
     runner = threading.Thread(target=lambda: results.append(s.run("while True:\n    pass")))
     runner.start()
-    while s._running is None:
+    while not s.running:
         time.sleep(0.001)
     time.sleep(0.01)
     s.cancel()
@@ -320,9 +320,9 @@ def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
         results = []
         runner = threading.Thread(target=lambda: results.append(s.run("keep = 2")))
         runner.start()
-        while s._running is None:
+        while s._running is None:  # sent, waiting for the guest
             time.sleep(0.001)
-        assert s.cancel("the user pressed stop")
+        assert not s.running and s.cancel("the user pressed stop")
         runner.join(10)
         gate.set()
         r = results[0]
@@ -343,7 +343,10 @@ def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
                 await task
             gate.set()
             after = await s.arun("keep")
-            assert after.ok and after.value == "3" and not after.notices, after
+            assert after.ok and after.value == "3", after
+            assert after.notices == ("The last cell was cancelled before it started (the task "
+                                     "running it was): none of it ran, and the session is as "
+                                     "it was.",), after.notices
 
         asyncio.run(cancelled_task())
         assert s._state.worker is worker
