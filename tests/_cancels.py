@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from tooliscode.codetool import CodeTool
 from tooliscode.engine import Session
-from tooliscode.engine._live import live
+from tooliscode.engine._live import _pools, live
+from tooliscode.engine._worker import Worker
 from tooliscode.engine._worker import _running as running_workers
 
 SET = "x = 41"
@@ -65,9 +66,15 @@ async def cancel_when_running(code_tool: CodeTool, run: object) -> Session:
 
 
 def leftovers() -> tuple[int, int]:
-    """Guests whose threads have not ended, and the threads that watch stop signals."""
+    """Guests whose threads have not ended (but those a pool keeps for sessions to come), and
+    the threads that watch stop signals."""
     watching = sum(t.name == "tooliscode-stop-signals" for t in threading.enumerate())
-    return len(running_workers), watching
+    return len(set(running_workers) - pooled()), watching
+
+
+def pooled() -> set[Worker]:
+    """The guests the process's pools keep for sessions to come."""
+    return {w for pool in list(_pools.values()) for w in pool.idle()}
 
 
 def nothing_left(before: tuple[int, int]) -> None:

@@ -52,15 +52,25 @@ class WarmPool:
         else one started now (with `limits`)."""
         with self._lock:
             worker = None
+            stale = []
             while self._ready and worker is None:
                 candidate = self._ready.pop()
-                worker = candidate if candidate.alive else None
-            if worker is None and self._booting is not None and self._booting.alive:
+                worker = candidate if _usable(candidate) else None
+                if worker is None:
+                    stale.append(candidate)
+            if worker is None and self._booting is not None and _usable(self._booting):
                 worker, self._booting = self._booting, None
+        for old in stale:  # dead, or on a compile a better one replaced (`Instance.outdated`)
+            _discard(old)
         if worker is None:
             worker = self.start_worker(new_workdir(), limits)
         self.refill()
         return worker
+
+    def idle(self) -> tuple[Worker, ...]:
+        """The guests it keeps for sessions to come (ready, or booting)."""
+        with self._lock:
+            return (*self._ready, *((self._booting,) if self._booting is not None else ()))
 
     def refill(self) -> None:
         with self._lock:
@@ -126,3 +136,7 @@ class WarmPool:
 def _discard(worker: Worker) -> None:
     worker.shutdown(functools.partial(shutil.rmtree, worker.workdir, ignore_errors=True),
                     quick=True)
+
+
+def _usable(worker: Worker) -> bool:
+    return worker.alive and not worker.instance.outdated

@@ -376,6 +376,7 @@ class Worker:
 
     def _serve_turns(self) -> None:
         self.instance.run()  # boot: the guest sets up and returns
+        self.booted.set()  # it waits for its first command (out here)
         while not self._exiting:
             command, self._held = self._held, None  # one the last turn left for after it
             if command is None:

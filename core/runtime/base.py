@@ -154,6 +154,12 @@ class Instance(ABC):
         """From the guest's thread: change the bounds of a guest that already runs (a pooled
         guest adopted by a session with its own limits)."""
 
+    @property
+    def outdated(self) -> bool:
+        """True when its runtime has a better compile ready than the one this guest runs (a
+        pool hands such a guest to no new session). Any thread."""
+        return False
+
     def overran_stack(self) -> bool:
         """True when the guest's C stack went past its end (its memory may be damaged, so
         the guest must be replaced), where the runtime can tell."""

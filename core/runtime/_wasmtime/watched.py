@@ -57,6 +57,10 @@ class WatchedGuest(Instance):
         self._too_many_open = False
         self._store = self._new_store(spec.memory_bytes)
 
+    @property
+    def outdated(self) -> bool:
+        return self.tier is not self._rt.tiers.current
+
     def _new_store(self, memory_bytes: int) -> wasmtime.Store:
         """A store for this guest: its memory limit, its deadline check."""
         store = wasmtime.Store(self.tier.engine)

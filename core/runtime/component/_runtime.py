@@ -175,7 +175,7 @@ class ComponentRuntime(WatchedRuntime):
     turn_based = True
     renews = True
     baked_guest = True
-    pool_size = 0
+    pool_size = 1
 
     def __init__(self, *, tick_s: float = 0.005):
         self._tick_s = tick_s
