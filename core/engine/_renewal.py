@@ -63,7 +63,7 @@ class Renewal:
                 configure()  # its limits as given (a memory error raised them once)
                 return True
 
-            if not worker.between_turns(renew, _RENEW_TIMEOUT_S):
+            if not worker.between_turns(renew, _RENEW_TIMEOUT_S, forgets=True):
                 return False
             session._forget_cells()
             return True

@@ -247,17 +247,19 @@ class Worker:
         """Submit a command and wait for its result (for setup and housekeeping)."""
         return self.submit(Command(message)).result(timeout)
 
-    def between_turns(self, action: Callable[[Any], Any], timeout: float | None = 60.0) -> Any:
+    def between_turns(self, action: Callable[[Any], Any], timeout: float | None = 60.0, *,
+                      forgets: bool = False) -> Any:
         """Run `action(instance)` on the guest's thread between two turns of a turn-based
         guest, and return what it returns: no wasm stack is live then, so the guest's linear
-        memory is its whole state (a snapshot reads it, a restore writes it)."""
-        return self.after_turn(action).result(timeout)
+        memory is its whole state (a snapshot reads it, a restore writes it). `forgets`: the
+        action drops the session's state (a renewal), so no rollback point is made for it."""
+        return self.after_turn(action, forgets=forgets).result(timeout)
 
-    def after_turn(self, action: Callable[[Any], Any]) -> cf.Future:
+    def after_turn(self, action: Callable[[Any], Any], *, forgets: bool = False) -> cf.Future:
         """`between_turns`, without waiting: the future holds what `action` returns."""
         if not self._turns:
             raise RuntimeError("only a turn-based guest has a moment between turns")
-        return self.submit(Command({"op": _BETWEEN, "action": action}))
+        return self.submit(Command({"op": _BETWEEN, "action": action, "forgets": forgets}))
 
     def _run_between(self, command: Command) -> None:
         try:
@@ -411,17 +413,22 @@ class Worker:
         closes its own) then pays for no point; the first is the dearest (the data runtime's
         copies every page written since the guest started). Later points are made at once,
         while the caller reads the result. A cell that comes meanwhile waits for the point;
-        cancelled while it waits, it is dropped (`drop`), and the point is kept all the same."""
-        if not self._turns or self._held is not None or self.points.point is not None:
+        cancelled while it waits, it is dropped (`drop`), and the point is kept all the same.
+        Nor is a point made, first or not, when the next command forgets the state (a
+        renewal)."""
+        if not self._turns:
             return True
-        try:
-            command = self._commands.get(timeout=POINT_WAIT_S)
-        except queue.Empty:
-            return True
-        if command.message.get("op") == "exit":
-            self._exiting = True
+        command = self._held
+        if command is None and self.points.point is None:
+            try:
+                command = self._held = self._commands.get(timeout=POINT_WAIT_S)
+            except queue.Empty:
+                return True
+        message = command.message if command is not None else {}
+        if message.get("op") == "exit" or (message.get("op") == _BETWEEN
+                                           and message.get("forgets")):
+            self.points.due = False  # `_take` then ends the turn, or the guest, for it
             return False
-        self._held = command
         return True
 
     def _take(self) -> Command | None:

@@ -354,3 +354,19 @@ def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
         stopped = s.run("keep = 5\nwhile True:\n    pass")
         assert stopped.rolled_back, stopped.error
         assert s.run("keep").value == "3"
+
+
+def test_no_point_is_made_for_a_cell_whose_state_is_dropped_next(monkeypatch):
+    """A renewal (a run's sandbox made as new for the next run) forgets the state: the point
+    the cell before it would keep is not made. Any other command has it made first."""
+    from tooliscode.engine import _worker
+
+    monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
+    with Session([]) as s:
+        assert s.run("x = 1").ok
+        worker = s._state.worker
+        worker.between_turns(lambda instance: None, forgets=True)
+        assert worker.points.point is None
+        assert s.run("x = 2").ok
+        worker.between_turns(lambda instance: None)
+        assert worker.points.point is not None
