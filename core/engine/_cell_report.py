@@ -290,4 +290,3 @@ def dropped_result(command: Command, trap: GuestTrap, names: tuple[str, ...]) ->
         "None of it ran: the session is as it was.", error_type="CancelledError",
         duration_s=time.perf_counter() - command.ctx.started, names=names,
         notices=tuple(command.notices))
-
