@@ -283,10 +283,17 @@ def trap_result(command: Command, trap: GuestTrap, came: CameBack, limits: Limit
 
 
 def dropped_result(command: Command, trap: GuestTrap, names: tuple[str, ...]) -> CellResult:
-    """A cell cancelled before the guest took it (`stop_cell`): none of it ran."""
-    why = f" ({trap.message})" if trap.message != CANCELLED else ""
+    """A cell that never started (`Worker.drop`): cancelled while it waited for the guest, or
+    still waiting when its time was up (the guest busy keeping the last cell's state)."""
+    waited = time.perf_counter() - command.ctx.started
+    if trap.reason == "timeout":
+        head, kind = (f"TimeoutError: the cell had not started after {waited:.1f} s: the "
+                      "interpreter was still keeping the state of the cell before."), \
+            "TimeoutError"
+    else:
+        why = f" ({trap.message})" if trap.message != CANCELLED else ""
+        head, kind = f"CancelledError: the cell was cancelled before it started{why}.", \
+            "CancelledError"
     return CellResult(
-        ok=False, error=f"CancelledError: the cell was cancelled before it started{why}. "
-        "None of it ran: the session is as it was.", error_type="CancelledError",
-        duration_s=time.perf_counter() - command.ctx.started, names=names,
-        notices=tuple(command.notices))
+        ok=False, error=f"{head} None of it ran: the session is as it was.", error_type=kind,
+        duration_s=waited, names=names, notices=tuple(command.notices))

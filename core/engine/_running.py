@@ -294,6 +294,9 @@ class CellRunner:
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
         trap = GuestTrap("timeout", "a tool call did not return in time")
+        if worker.drop(command):  # still waiting (the guest kept a big state): not stopped
+            settle(command.future, error=trap)
+            return dropped_result(command, trap, self._names)
         settle(command.future, error=trap)  # first: what the guest does from now on is not kept
         command.ctx.calls.cancel_all()
         worker.stop(reason)

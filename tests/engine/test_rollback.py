@@ -299,25 +299,38 @@ def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
         assert s.run("x").value == "1"
 
 
+def _point_held(s: Session) -> tuple[object, threading.Event, threading.Event]:
+    """`keep = 1` has run in `s`, whose guest's points are held back from then on until
+    `gate` is set (`due` is set when one is due: now, for that cell)."""
+    assert s.run("keep = 0").ok
+    worker = s._state.worker
+    gate, due = _hold_points(worker)
+    assert s.run("keep = 1").ok
+    assert due.wait(10)
+    return worker, gate, due
+
+
+def _hold_points(worker) -> tuple[threading.Event, threading.Event]:
+    """Hold back `worker`'s points until `gate` is set; `due` is set when one is due."""
+    gate, due = threading.Event(), threading.Event()
+    wanted = worker._point_wanted
+
+    def held() -> bool:
+        due.set()
+        gate.wait(10)
+        return wanted()
+
+    worker._point_wanted = held
+    return gate, due
+
+
 def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
     """A cell sent the moment the last result came waits for that cell's point; cancelled
     then (by `cancel()`, or its awaiting task), it is dropped: the guest, and the point under
     way, are left alone, and a later stop comes back to that point. The point is held back
     here until the cancel is in, so the test does not race the clock."""
     with Session([], limits=Limits(timeout_s=1)) as s:
-        assert s.run("keep = 0").ok
-        worker = s._state.worker
-        gate, due = threading.Event(), threading.Event()
-        wanted = worker._point_wanted
-
-        def held() -> bool:
-            due.set()
-            gate.wait(10)
-            return wanted()
-
-        worker._point_wanted = held
-        assert s.run("keep = 1").ok
-        assert due.wait(10)
+        worker, gate, due = _point_held(s)
         results = []
         runner = threading.Thread(target=lambda: results.append(s.run("keep = 2")))
         runner.start()
@@ -370,3 +383,21 @@ def test_no_point_is_made_for_a_cell_whose_state_is_dropped_next(monkeypatch):
         assert s.run("x = 2").ok
         worker.between_turns(lambda instance: None)
         assert worker.points.point is not None
+
+
+def test_a_cell_still_waiting_for_the_last_point_at_its_time_limit_never_runs(monkeypatch):
+    """The guest keeps a state so big that the next cell's time is up before it starts: that
+    cell is given up without stopping the guest, whose point is kept all the same."""
+    from tooliscode.engine import _running
+
+    monkeypatch.setattr(_running, "WATCHDOG_GRACE_S", 0.0)
+    with Session([], limits=Limits(timeout_s=0.5)) as s:
+        worker, gate, due = _point_held(s)
+        r = s.run("keep = 2")
+        gate.set()
+        assert r.error_type == "TimeoutError" and not r.rolled_back, r.error
+        assert "had not started after" in r.error and "None of it ran" in r.error, r.error
+        assert s._state.worker is worker and s.run("keep").value == "1"
+        stopped = s.run("keep = 5\nwhile True:\n    pass")
+        assert stopped.rolled_back, stopped.error
+        assert s.run("keep").value == "1"
