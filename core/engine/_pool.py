@@ -104,6 +104,8 @@ class WarmPool:
                     if not warmed.get("ok"):  # still a good guest: only colder
                         log.warning("tooliscode: a pooled guest's warm-up failed: %s",
                                     warmed.get("error"))
+                    if worker.turn_based:  # before any command of a caller's (they are in order)
+                        worker.after_turn(lambda instance: instance.warmed())
                 except Exception:  # noqa: BLE001 - a failed warm-up must not kill the pool
                     if not self._closed:  # (closing stops the guest it was booting)
                         log.exception("tooliscode: could not start a pooled guest")

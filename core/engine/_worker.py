@@ -198,6 +198,11 @@ class Worker:
     def alive(self) -> bool:
         return self.death is None and not self._closed
 
+    @property
+    def turn_based(self) -> bool:
+        """Its guest runs one turn per command, with moments between (`between_turns`)."""
+        return self._turns
+
     # -- any thread ---------------------------------------------------------------------
 
     def submit(self, command: Command) -> cf.Future:

@@ -207,6 +207,10 @@ class Instance(ABC):
         to. False where the guest cannot be renewed (it is then closed after a run)."""
         return False
 
+    def warmed(self) -> None:  # noqa: B027 - optional hook
+        """Between turns, after a pooled guest's warm-up: that turn only warmed its pages and
+        caches, so a `renew` need not take it again (the guest is as good without it)."""
+
     def renew(self, workdir: Path) -> bool:
         """Between turns: make the guest what it was at `keep_baseline`, its files closed
         and `workdir` emptied, for another run. False when it cannot be: close it then."""
