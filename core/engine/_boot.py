@@ -53,10 +53,10 @@ import tooliscode_guest.main
 tooliscode_guest.main.main(exchange, _boot)
 '''
 SERVE = "tooliscode_guest.main.serve()"
+"""One turn of a turn-based guest (`tooliscode_guest` is bound by `BOOT_SOURCE`)."""
 BAKED_BOOT = f"tooliscode_guest.main.attach(exchange, {GUEST_DIR!r})"
 """The boot of a guest whose runtime has the guest package built in and prepared (see
 `Runtime.baked_guest`): it only needs its host and its folder."""
-"""One turn of a turn-based guest (`tooliscode_guest` is bound by `BOOT_SOURCE`)."""
 _replies: dict[tuple[bytes | None, bool], bytes] = {}
 
 
