@@ -22,7 +22,8 @@ import threading
 import time
 
 from _util import Row, load, table
-from tooliscode import Limits, Session
+from tooliscode import Limits, Session, Tool
+from tooliscode.codetool import CodeTool, Toolbox
 from tooliscode.runtime import runtime_named
 
 _ENTERED = threading.Event()
@@ -160,6 +161,30 @@ def commit_ms(cell: str, state: str, n: int = 20) -> float:
         return statistics.median(times)
 
 
+def renewed_run_cells_ms(runtime: str, runs: int = 30) -> tuple[float, float, float]:
+    """Runs of three cells, each in the last run's sandbox renewed (a framework's per-run
+    sandbox, as `CodeTool.take`/`finish` give it): the median ms of the first, second and
+    third cell. The second waits for the run's first rollback point."""
+    tools = Toolbox.of([Tool.from_function(blocks)])
+    times: list[list[float]] = [[], [], []]
+    with CodeTool(tools, keep_spare=True, runtime=runtime) as code:
+        run = code.take()
+        for n in range(runs + 3):
+            for i, cell in enumerate((f"a = [{n}] * 100", "b = a + [1]", "c = len(b)")):
+                start = time.perf_counter()
+                assert code.run_code(cell, sandbox=run).ok
+                if n >= 3:
+                    times[i].append((time.perf_counter() - start) * 1e3)
+            code.finish(run, tools)
+            while (spare := code.spare) is None or spare.lock.locked():
+                time.sleep(0.001)
+            run = code.take()
+            run.lock.acquire()  # renewed by now
+            run.lock.release()
+    first, second, third = (statistics.median(t) for t in times)
+    return first, second, third
+
+
 def _run_into(session: Session, code: str, out: list) -> None:
     out.append(session.run(code))
 
@@ -223,6 +248,12 @@ def rows() -> list[Row]:
     out.append(Row("data: rollback point after a cell building a 100k-row DataFrame",
                    f"+{added:.2f} ms per cell on {base:.1f} ms (the commit alone {alone:.2f} ms)",
                    "report", "info"))
+    for runtime in ("default", "data"):
+        first, second, third = renewed_run_cells_ms(runtime)
+        out.append(Row(f"{runtime}: a renewed run's cells: the second (after the run's first "
+                       "rollback point) against the first and third",
+                       f"{second:.2f} ms (first {first:.2f} ms, third {third:.2f} ms)",
+                       "report", "info"))
     back = back_after_stop_ms("data", "import numpy as np\n"
                               "big = np.random.default_rng(1).bytes(100 << 20)")
     small = back_after_stop_ms("data", "big = 1")

@@ -69,3 +69,26 @@ def test_a_guest_stopped_by_its_time_limit_is_replaced(data_runtime, next_run):
         run = next_run(code, run, TOOLS)  # its session's new guest took no baseline: not renewed
         assert run.session is not session
         assert code.run_code("print(ping())", sandbox=run).text.strip() == "pong"
+
+
+def test_a_renewed_guest_comes_back_to_its_own_runs_point_not_the_last_runs(data_runtime,
+                                                                                  next_run):
+    """The renewed guest keeps committing into the last run's point (its next commit brings
+    it up to date): a cell stopped in the next run comes back to that run's state exactly,
+    with nothing of the run before."""
+    with CodeTool(TOOLS, keep_spare=True, runtime=data_runtime,
+                  limits=Limits(timeout_s=1.0)) as code:
+        run = code.take()
+        for cell in ("old = list(range(5000))", "older = {'k': old}", "import random"):
+            assert code.run_code(cell, sandbox=run).ok  # later cells commit points
+        for n in range(2):
+            run = next_run(code, run, TOOLS)
+            assert code.run_code(f"a = [{n}] * 100\nimport random\nr = random.random()",
+                                 sandbox=run).ok
+            assert code.run_code("b = a + [1]", sandbox=run).ok  # the point is made first
+            stopped = code.run_code("a.append(2); del b\nwhile True: pass", sandbox=run)
+            assert "TimeoutError" in stopped.text and stopped.result.rolled_back, stopped.text
+            reply = code.run_code(f"print(a == [{n}] * 100, b == a + [1], r == r, "
+                                  "sorted(k for k in ('old', 'older') if k in globals()))",
+                                  sandbox=run)
+            assert reply.text.strip() == "True True True []", reply.text
