@@ -294,10 +294,10 @@ class CellRunner:
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
         trap = GuestTrap("timeout", "a tool call did not return in time")
-        if worker.drop(command):  # still waiting (the guest kept a big state): not stopped
-            settle(command.future, error=trap)
-            return dropped_result(command, trap, self._names)
+        dropped = worker.drop(command)  # still waiting (the guest kept a big state)?
         settle(command.future, error=trap)  # first: what the guest does from now on is not kept
+        if dropped:  # then the guest is not stopped
+            return dropped_result(command, trap, self._names)
         command.ctx.calls.cancel_all()
         worker.stop(reason)
         return self._trapped(worker, command, trap)
