@@ -64,7 +64,7 @@ def _held(s: Session) -> str:
     count, size = s.run(HELD).stdout.split()
     held = f"{int(count):,} dicts, {size} MB of objects"
     if s.runtime.exact:
-        from tooliscode.runtime.data import _page_map as pagemap
+        from tooliscode.runtime._wasmtime import page_map as pagemap
 
         def written(guest) -> int:
             address, length = guest.memory_span()

@@ -2,7 +2,7 @@
 
 Closing a run's session and starting the next one costs an instance, a thread, a folder and
 a setup turn, and the new guest's first cell then pays a page fault for every page it
-writes. On the data runtime the same guest can instead be renewed (`runtime/data/_renewal.py`): its
+writes. On the data runtime the same guest can instead be renewed (`runtime/_wasmtime/write_back.py`): its
 memory written back to what it was right after setup, its open files closed, its folder
 emptied, its random generators reseeded. Nothing of the last run is left, and the next
 run's first cell finds its pages in place. The default runtime renews a guest by starting

@@ -198,7 +198,7 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
     import ctypes
     import mmap
 
-    from tooliscode.runtime.data import _page_map as kernel_map
+    from tooliscode.runtime._wasmtime import page_map as kernel_map
     from tooliscode.runtime.data._memory_delta import PAGE, Delta, apply, take, zero
 
     if not pagemap:  # where the kernel's page map cannot be read, pages are compared

@@ -31,7 +31,7 @@ _REFUSE, _GO_ON = -QUOTA, 0
 class Guard:
     """What the interposer asks, answered for `instance` (on its thread)."""
 
-    __slots__ = ("_inst", "_console", "_timers", "_polled", "console_left")
+    __slots__ = ("_inst", "_console", "_timers", "_polled", "console_left", "made", "dropped_old")
 
     def __init__(self, instance: ComponentInstance):
         self._inst = instance
@@ -39,6 +39,29 @@ class Guard:
         self._timers: dict[int, float] = {}
         self._polled: list[int] = []
         self.console_left = CONSOLE_BYTES
+        self.made: set[int] | None = None
+        """Once `track` is called: the handles made since, and not dropped yet."""
+        self.dropped_old = False
+        """A handle older than `track` was dropped: the memory of that moment names it."""
+
+    def track(self) -> None:
+        """From now on, note which handles are made and dropped (see `ComponentInstance.renew`:
+        memory written back to this moment must find the handles it names alive, and none
+        made since)."""
+        self.made, self.dropped_old = set(), False
+        self._timers.clear()
+        self._polled.clear()
+
+    def _made(self, handle: int) -> None:
+        if self.made is not None:
+            self.made.add(handle)
+
+    def _dropped(self, handle: int, *, old_matters: bool = True) -> None:
+        if self.made is not None:
+            if handle in self.made:
+                self.made.discard(handle)
+            elif old_matters:
+                self.dropped_old = True
 
     def __call__(self, op: int, handle: int, value: int) -> int:
         inst = self._inst
@@ -52,6 +75,7 @@ class Guard:
             return self._allow(nbytes=value)
         if op == Op.TIMER:
             self._timers[handle] = time.monotonic() + max(value, 0) / 1e9
+            self._made(handle)
         elif op == Op.BLOCK:
             self._sleep_until(self._timers.get(handle))
         elif op == Op.POLL_ITEM:
@@ -66,10 +90,23 @@ class Guard:
                 self._sleep_until(min(d for d in due if d is not None))
         elif op == Op.DROP_POLLABLE:
             self._timers.pop(handle, None)
+            # A stream's own pollables are made unseen; none outlives the call that made it.
+            self._dropped(handle, old_matters=False)
         elif op in (Op.FILE_STREAM, Op.DROP_STREAM):
             self._console.pop(handle, None)  # a handle may be taken again for another stream
+            if op == Op.FILE_STREAM:
+                self._made(handle)
+            else:
+                self._dropped(handle)
         elif op == Op.CONSOLE:
             self._console[handle] = value
+            self._made(handle)
+        elif op == Op.INPUT_STREAM:
+            self._made(handle)
+        elif op in (Op.DROP_INPUT, Op.DROP_DESCRIPTOR):
+            if op == Op.DROP_DESCRIPTOR:
+                inst.opened.discard(handle)
+            self._dropped(handle)
         elif op in (Op.WRITE_AT, Op.SET_SIZE):
             return self._allow(nbytes=value)
         elif op == Op.OPEN:
@@ -81,8 +118,7 @@ class Guard:
                 return _GO_ON if inst._quota.allow(entries=1) else _REFUSE
         elif op == Op.OPENED:
             inst.opened.add(handle)
-        elif op == Op.DROP_DESCRIPTOR:
-            inst.opened.discard(handle)
+            self._made(handle)
         elif op == Op.ENTRY:
             return self._allow(entries=1)
         elif op == Op.CHANGE:

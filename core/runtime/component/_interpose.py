@@ -61,7 +61,8 @@ _STREAMS = "wasi:io/streams@0.2.0"
 _FS = "wasi:filesystem/types@0.2.0"
 _CLOCK = "wasi:clocks/monotonic-clock@0.2.0"
 _POLL = "wasi:io/poll@0.2.0"
-_STDOUT, _STDERR = "wasi:cli/stdout@0.2.0", "wasi:cli/stderr@0.2.0"
+_STDIN, _STDOUT, _STDERR = ("wasi:cli/stdin@0.2.0", "wasi:cli/stdout@0.2.0",
+                            "wasi:cli/stderr@0.2.0")
 _SOCKETS = ("wasi:sockets/tcp-create-socket@0.2.0", "wasi:sockets/udp-create-socket@0.2.0",
             "wasi:sockets/ip-name-lookup@0.2.0")
 QUOTA, TOO_MANY = 6, 22
@@ -95,6 +96,9 @@ class Op(IntEnum):
     OPENED = 15
     """A file or folder opened as descriptor `handle`."""
     DROP_DESCRIPTOR = 16
+    INPUT_STREAM = 17
+    """An input stream `handle`: of a file, or the console's."""
+    DROP_INPUT = 18
 
 
 def _get(n: int) -> str:
@@ -144,14 +148,14 @@ def _stream_write(nargs: int, length: str) -> str:
             f"(call $real {_get(nargs)})")
 
 
-def _opened_stream(nargs: int) -> str:
+def _opened_stream(nargs: int, op: Op = Op.FILE_STREAM) -> str:
     ret = nargs - 1
     return (f"(call $real {_get(nargs)}) (if (i32.eqz (i32.load8_u (local.get {ret}))) (then "
-            f"{_tell(Op.FILE_STREAM, f'(i32.load offset=4 (local.get {ret}))')}))")
+            f"{_tell(op, f'(i32.load offset=4 (local.get {ret}))')}))")
 
 
-def _console_stream(fd: int) -> str:
-    return (f"(local.set 0 (call $real)) {_tell(Op.CONSOLE, '(local.get 0)', f'(i64.const {fd})')}"
+def _console_stream(fd: int, op: Op = Op.CONSOLE) -> str:
+    return (f"(local.set 0 (call $real)) {_tell(op, '(local.get 0)', f'(i64.const {fd})')}"
             " (local.get 0)")
 
 
@@ -170,6 +174,9 @@ _WRAPPERS: dict[tuple[str, str], tuple[str, str]] = {
         ("(local i64)", _stream_write(4, _u64(2))),
     (_STREAMS, "[resource-drop]output-stream"):
         ("", _tell(Op.DROP_STREAM, "(local.get 0)") + " (call $real (local.get 0))"),
+    (_STREAMS, "[resource-drop]input-stream"):
+        ("", _tell(Op.DROP_INPUT, "(local.get 0)") + " (call $real (local.get 0))"),
+    (_FS, "[method]descriptor.read-via-stream"): ("", _opened_stream(3, Op.INPUT_STREAM)),
     (_FS, "[method]descriptor.write-via-stream"): ("", _opened_stream(3)),
     (_FS, "[method]descriptor.append-via-stream"): ("", _opened_stream(2)),
     (_FS, "[method]descriptor.write"):
@@ -190,6 +197,7 @@ _WRAPPERS: dict[tuple[str, str], tuple[str, str]] = {
         ("(local i64)", _guarded(Op.ENTRY, "(local.get 0)", "(i64.const 0)", 8, 1)),
     (_FS, "[method]descriptor.rename-at"):
         ("", _tell(Op.CHANGE, "(local.get 0)") + f" (call $real {_get(7)})"),
+    (_STDIN, "get-stdin"): ("(local i32)", _console_stream(0, Op.INPUT_STREAM)),
     (_STDOUT, "get-stdout"): ("(local i32)", _console_stream(1)),
     (_STDERR, "get-stderr"): ("(local i32)", _console_stream(2)),
     (_CLOCK, "subscribe-duration"):

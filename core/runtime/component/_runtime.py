@@ -7,8 +7,10 @@ and between turns no wasm stack is live. Its channel is the world's `host-call` 
 console, folder quota, sleeps and network go through the interposer and the guard.
 
 A component's memory cannot be moved into another instance (its libc holds handles of its
-own store), so a session's state crosses processes as the engine's pickled snapshot, and a
-renewed guest is simply a new one.
+own store), so a session's state crosses processes as the engine's pickled snapshot. Within
+its own instance it can be written back, though: a guest is renewed for the next run by
+setting its memory back to the moment after its setup (`_memory.py`), or, where that cannot
+be, by starting its component again and replaying its boot and setup.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from wasmtime import component
 
 from ..._folders import empty_folder
 from ..._temp_folders import new_folder
+from .._wasmtime import write_back
 from .._wasmtime.host_functions import tls
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
-from . import _host
+from . import _host, _memory
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
 from ._interpose import CONSOLE_IMPORT, GUARD_IMPORT
@@ -57,6 +60,12 @@ compileall.compile_dir({STDLIB!r}, quiet=2, workers=1,
 open({GUEST_DIR + "/done"!r}, "w").close()
 '''
 """Run once per built component by a guest of ours (its `.pyc` are then shared by all)."""
+LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(16)\n"
+          "exchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\ndel _o, _w\n")
+"""Where the guest's memory is: a random word and its address (see `_memory.py`). The
+console's streams are taken first, so that the memory kept after this names them."""
+RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
+"""A renewed guest's own random stream (its memory came back with the last run's)."""
 
 
 def _configure(config: wasmtime.Config) -> None:
@@ -81,6 +90,8 @@ class ComponentInstance(WatchedGuest):
         """The turns taken and the host's answers to each, until `keep_baseline`: what
         `renew` plays again in a new instance (None once kept, or when it cannot be)."""
         self._baseline: list[tuple[str, list[bytes]]] | None = None
+        self._kept: tuple[_memory.Memory, write_back.Baseline] | None = None
+        """The memory right after setup, when it can be found: what `renew` writes back."""
         self._start()
 
     def _start(self) -> None:
@@ -128,24 +139,83 @@ class ComponentInstance(WatchedGuest):
             self.script.pop()
 
     def keep_baseline(self) -> bool:
-        """Right after setup: the turns so far are what `renew` plays again."""
+        """Right after setup: its memory (written back by `renew`, where it can be found),
+        and the turns so far (played again in a new instance where it cannot)."""
         self._baseline, self.script = self.script, None
+        self._kept = self._keep_memory()
         return bool(self._baseline)
 
+    def _keep_memory(self) -> tuple[_memory.Memory, write_back.Baseline] | None:
+        asked: list[bytes] = []
+
+        def answer(request: bytes) -> bytes:
+            asked.append(request)
+            return b""
+
+        handler, output = self.handler, self.output
+        self.handler, self.output = answer, None
+        try:
+            self.turn(LOCATE)
+        except GuestTrap:
+            return None
+        finally:
+            self.handler, self.output = handler, output
+        word, _, address = (asked or [b""])[0].partition(b" ")
+        if len(asked) != 1 or not address.isdigit():
+            return None
+        memory = _memory.find(int(address), bytes.fromhex(word.decode()))
+        baseline = None if memory is None else \
+            write_back.capture(memory.address, memory.size, frozenset(self.opened))
+        if memory is None or baseline is None:
+            return None
+        self.guard.track()
+        return memory, baseline
+
     def renew(self, workdir: Path) -> bool:
-        """Between turns: a new instance in a new store, its folder emptied, given the turns
-        this one took up to `keep_baseline` with the same answers (so it boots and sets up as
-        this one did, with new random seeds). False when it cannot be: close it then."""
-        baseline = self._baseline
-        if baseline is None or self._stop_reason is not None or not empty_folder(workdir):
+        """Between turns: this guest as it was at `keep_baseline`, its folder emptied: its
+        memory written back, or else a new instance in a new store given the turns this one
+        took with the same answers (so it boots and sets up as this one did). Either way with
+        new random seeds. False when it cannot be: close it then."""
+        if self._baseline is None or self._stop_reason is not None \
+                or not empty_folder(workdir):
             return False
+        self._quota.rescan()
+        self._quota.hit = self._changed = self._too_many_open = False
+        self.pending = None
+        if self._write_back():
+            return True
+        return self._start_again()
+
+    def _write_back(self) -> bool:
+        """Set the memory back to `keep_baseline`'s, where nothing of the run outlives that:
+        no handle it made is still open, none the memory names was dropped, the memory did
+        not grow, and the guest did not trap."""
+        kept, guard = self._kept, self.guard
+        if kept is None or self._trap_reason is not None or guard.made or guard.dropped_old \
+                or self.opened != kept[1].kept_fds:
+            return False
+        memory, baseline = kept
+        if _memory.readable(memory.address + memory.size) is not False \
+                or not write_back.restore(memory.address, memory.size, baseline, memory.image):
+            return False
+        guard.track()
+        handler, self.handler = self.handler, None
+        try:
+            self.turn(RESEED)
+        except GuestTrap:
+            return False
+        finally:
+            self.handler = handler
+        return True
+
+    def _start_again(self) -> bool:
+        baseline = self._baseline
+        assert baseline is not None
         old, self._instance, self._turn = self._store, None, None  # type: ignore[assignment]
         old.close()
         self._store = self._new_store(self._spec.memory_bytes)
-        self._quota.rescan()
-        self._quota.hit = self._changed = self._too_many_open = False
         self.opened.clear()
-        self.pending = self._trap_reason = None
+        self._trap_reason = self._kept = None
         self._start()
         handler = self.handler
         try:
@@ -157,6 +227,7 @@ class ComponentInstance(WatchedGuest):
             return False
         finally:
             self.handler = handler
+        self._kept = self._keep_memory()
         return True
 
     def arm(self, seconds: float | None) -> None:
@@ -169,7 +240,7 @@ class ComponentInstance(WatchedGuest):
 
     def _release(self) -> None:
         self._instance = self._turn = None  # type: ignore[assignment]
-        self.script = self._baseline = None
+        self.script = self._baseline = self._kept = None
 
 
 class ComponentRuntime(WatchedRuntime):
@@ -207,7 +278,7 @@ class ComponentRuntime(WatchedRuntime):
             if self._boot_seen == boot_reply:
                 return
             script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
-            script["turns"] = [boot_source, warm.get("serve") or ""]
+            script["turns"] = [boot_source, warm.get("serve") or "", LOCATE, RESEED]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply

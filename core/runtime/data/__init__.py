@@ -3,7 +3,7 @@ scikit-learn, statsmodels and matplotlib compiled in.
 
 Its guests are reactors driven one `turn` per command, so between turns a guest is its
 memory: new guests start from a memory image of one that already imported numpy and pandas
-(`_start_image.py`), a finished run's guest is renewed instead of replaced (`_renewal.py`),
+(`_start_image.py`), a finished run's guest is renewed instead of replaced (`_wasmtime/write_back.py`),
 and a session can be saved exactly (`_exact.py`).
 """
 

@@ -25,11 +25,11 @@ import mmap
 import os
 import weakref
 
+from .._wasmtime import page_map as pagemap
+from .._wasmtime.page_map import PAGE
 from ..base import CommitPoint, MemoryPlan
 from . import _libc as libc
-from . import _page_map as pagemap
 from ._memory_image import MemoryImage
-from ._page_map import PAGE
 from ._written import Region, Tracker
 
 __all__ = ["SUPPORTED", "Shadow", "ShadowPlan", "commit", "kept_flags", "restore"]

@@ -19,8 +19,8 @@ import ctypes
 import struct
 from dataclasses import dataclass
 
+from .._wasmtime.page_map import PAGE, runs, written
 from . import _libc as libc
-from ._page_map import PAGE, runs, written
 
 __all__ = ["AS_IS", "PAGE", "SPAN", "Delta", "apply", "take", "zero", "zero_pages"]
 

@@ -20,8 +20,8 @@ import os
 import sys
 import threading
 
+from .._wasmtime.page_map import PAGE
 from ._hot import Hot
-from ._page_map import PAGE
 
 __all__ = ["Tracker", "Region"]
 

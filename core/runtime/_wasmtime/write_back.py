@@ -1,15 +1,15 @@
-"""Renewing a data-runtime guest for another run instead of closing it and starting a new one.
+"""Renewing a guest for another run by writing its memory back, instead of starting a new one.
 
-A guest mapped from the start image that has just been given its tools is worth keeping: its
-memory at that moment (the baseline) is what any new guest with those tools would have. After
-a run, writing the baseline back makes the guest that new guest again, with no new instance,
-thread or folder, and with its pages already in place (a new guest pays a copy-on-write fault
-for each page its first cell writes).
+A guest that has just been given its tools is worth keeping: its memory at that moment (the
+baseline) is what any new guest with those tools would have. After a run, writing the
+baseline back makes the guest that new guest again, with no new instance, thread or folder,
+and with its pages already in place (a new guest pays a copy-on-write fault for each page
+its first cell writes).
 
 Only the pages the guest wrote can differ from the baseline, and the kernel's page map names
-them (`_page_map.py`): each is set back to its baseline copy, or to the image's page. The rest
-of what a run could leave behind is checked by the instance (`DataInstance.renew`): the files
-it opened, the folder's contents, a memory grown past the baseline.
+them (`page_map.py`): each is set back to its baseline copy, or to the image's page (zeros
+outside the image). The rest of what a run could leave behind is checked by each runtime's
+instance: the files it opened, the folder's contents, a memory grown past the baseline.
 """
 
 from __future__ import annotations
@@ -17,11 +17,19 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from . import _page_map as pagemap
-from ._page_map import PAGE
+from . import page_map as pagemap
+from .page_map import PAGE
 
-__all__ = ["Baseline", "capture", "restore"]
+__all__ = ["Baseline", "Image", "capture", "restore"]
 
+
+@dataclass(frozen=True)
+class Image:
+    """What a guest's memory held when it was mapped: `content` from byte `start` on, and
+    zeros around it."""
+
+    content: memoryview
+    start: int = 0
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,7 @@ class Baseline:
     size: int
     saved: bytes
     """One byte per page: 1 for a page kept in `blob`; every other page is the image's (or
-    zeros past it)."""
+    zeros outside it)."""
     blob: bytes
     """The kept pages, in order."""
     kept_fds: frozenset[int]
@@ -48,7 +56,7 @@ def capture(address: int, size: int, kept_fds: frozenset[int]) -> Baseline | Non
     return Baseline(size, written, blob, kept_fds)
 
 
-def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> bool:
+def restore(address: int, size: int, baseline: Baseline, image: Image) -> bool:
     """Write `baseline` back over the memory at `address` (between turns): False, having
     changed nothing, when that cannot make it the baseline (it grew, or no page map)."""
     if size != baseline.size:
@@ -57,7 +65,8 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
     if written is None:
         return False
     memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
-    saved, blob, inside = baseline.saved, baseline.blob, len(image) // PAGE
+    saved, blob = baseline.saved, baseline.blob
+    lo, hi = image.start // PAGE, (image.start + len(image.content)) // PAGE
     rank = counted = 0  # saved pages before page `counted`: where its copy lies in blob
     try:
         # A page written now is set back to its baseline copy or to the image's page; runs of
@@ -73,10 +82,22 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
                     counted = at
                     memory[at * PAGE:cut * PAGE] = blob[rank * PAGE:(rank + cut - at) * PAGE]
                 else:
-                    edge = max(at, min(cut, inside))
-                    memory[at * PAGE:edge * PAGE] = image[at * PAGE:edge * PAGE]
-                    ctypes.memset(address + edge * PAGE, 0, (cut - edge) * PAGE)
+                    _from_image(address, memory, at, cut, lo, hi, image.content)
                 at = cut
     finally:
         memory.release()
     return True
+
+
+def _from_image(address: int, memory: memoryview, first: int, end: int, lo: int, hi: int,
+                content: memoryview) -> None:
+    """Pages [first, end) as the image had them: its pages [lo, hi), zeros elsewhere."""
+    inside_from, inside_to = min(max(first, lo), end), max(min(end, hi), first)
+    if inside_from > first:
+        ctypes.memset(address + first * PAGE, 0, (inside_from - first) * PAGE)
+    if inside_to > inside_from:
+        memory[inside_from * PAGE:inside_to * PAGE] = \
+            content[(inside_from - lo) * PAGE:(inside_to - lo) * PAGE]
+    tail = max(inside_to, inside_from)
+    if end > tail:
+        ctypes.memset(address + tail * PAGE, 0, (end - tail) * PAGE)
