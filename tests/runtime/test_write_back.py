@@ -55,29 +55,36 @@ def test_restore_brings_back_the_baseline_and_the_image(memory):
     for page in (2, 5, 7, 8, 9, 13, 14):  # over saved pages, image pages and past the image
         mapping[page * PAGE + 50:page * PAGE + 54] = b"run!"
     mapping[6 * PAGE:8 * PAGE] = b"\xff" * (2 * PAGE)
-    assert renew.restore(address, PAGES * PAGE, baseline, renew.Image(memoryview(image)))
+    assert renew.restore(address, PAGES * PAGE, baseline, memoryview(image))
     assert bytes(mapping) == expected
 
 
-def test_restore_with_the_image_placed_past_the_start(tmp_path):
+def test_a_mirror_brings_back_the_baseline_with_the_image_placed_past_the_start(tmp_path):
     """A component's memory: zeros, then its image from some page on, then zeros again."""
     image = bytes((i % 241) + 1 for i in range(6 * PAGE))  # no zero byte: a zeroed page shows
     path = tmp_path / "memory.mem"
-    path.write_bytes(bytes(4 * PAGE) + image + bytes(6 * PAGE))  # the image is pages 4-9
-    with open(path, "r+b") as f:
+    path.write_bytes(bytes(2 * PAGE) + image)  # the image lies at offset 2 pages of its file
+    memory_file = tmp_path / "as-mapped.mem"
+    memory_file.write_bytes(bytes(4 * PAGE) + image + bytes(6 * PAGE))  # pages 4-9
+    with open(memory_file, "r+b") as f:
         mapping = mmap.mmap(f.fileno(), PAGES * PAGE, flags=mmap.MAP_PRIVATE,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
     address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
-    mapping[5 * PAGE:6 * PAGE] = b"\x07" * PAGE  # the setup's own page
-    baseline = renew.capture(address, PAGES * PAGE, frozenset())
-    if baseline is None:
+    mapping[5 * PAGE:6 * PAGE] = b"\x07" * PAGE  # the setup's own pages
+    mapping[14 * PAGE] = 9
+    with open(path, "rb") as f:
+        mirror = renew.Mirror.capture(address, PAGES * PAGE,
+                                      renew.ImageFile(f.fileno(), 2 * PAGE, 6 * PAGE, 4 * PAGE))
+    if mirror is None:
         pytest.skip("no page map here")
     expected = bytes(mapping)
     mapping[2 * PAGE:12 * PAGE] = b"\xee" * (10 * PAGE)  # over both edges of the image
-    mapping[15 * PAGE] = 1
-    assert renew.restore(address, PAGES * PAGE, baseline,
-                         renew.Image(memoryview(image), start=4 * PAGE))
+    mapping[14 * PAGE:16 * PAGE] = b"\xdd" * (2 * PAGE)
+    assert mirror.restore(address, PAGES * PAGE)
     assert bytes(mapping) == expected
+    assert not mirror.restore(address, (PAGES - 1) * PAGE)  # grown (or shrunk): refused
+    mirror.close()
+    assert not mirror.restore(address, PAGES * PAGE)
     mapping.close()
 
 
@@ -86,8 +93,7 @@ def test_restore_refuses_a_memory_of_another_size(memory):
     baseline = renew.capture(address, PAGES * PAGE, frozenset())
     if baseline is None:
         pytest.skip("no page map here")
-    assert not renew.restore(address, (PAGES - 1) * PAGE, baseline,
-                             renew.Image(memoryview(image)))
+    assert not renew.restore(address, (PAGES - 1) * PAGE, baseline, memoryview(image))
 
 
 def test_emptying_a_folder_never_follows_links(tmp_path):

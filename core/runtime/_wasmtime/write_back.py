@@ -7,29 +7,39 @@ and with its pages already in place (a new guest pays a copy-on-write fault for 
 its first cell writes).
 
 Only the pages the guest wrote can differ from the baseline, and the kernel's page map names
-them (`page_map.py`): each is set back to its baseline copy, or to the image's page (zeros
-outside the image). The rest of what a run could leave behind is checked by each runtime's
-instance: the files it opened, the folder's contents, a memory grown past the baseline.
+them (`page_map.py`): each is set back to its baseline copy, or to the image's page. The rest
+of what a run could leave behind is checked by each runtime's instance: the files it opened,
+the folder's contents, a memory grown past the baseline.
+
+Two forms of the baseline: the pages written by then, in one blob (`capture`, `restore`: the
+data runtime), or a `Mirror`, a mapping of the whole memory as it was, which the written
+pages are copied back from one run at a time (the default runtime's scattered pages).
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
+import sys
+import weakref
 from dataclasses import dataclass
 
 from . import page_map as pagemap
 from .page_map import PAGE
 
-__all__ = ["Baseline", "Image", "capture", "restore"]
+__all__ = ["Baseline", "ImageFile", "Mirror", "capture", "restore"]
 
-
-@dataclass(frozen=True)
-class Image:
-    """What a guest's memory held when it was mapped: `content` from byte `start` on, and
-    zeros around it."""
-
-    content: memoryview
-    start: int = 0
+_MAP_FIXED = 0x10  # Linux
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+# PyDLL: a page's copy takes a microsecond; one that gave the interpreter lock up would wait
+# to take it back, each time, from a caller's thread that is busy (the next run's).
+_copy = ctypes.PyDLL(None).memmove if _libc is not None else None
+if _libc is not None and _copy is not None:
+    _libc.mmap.restype = ctypes.c_void_p
+    _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_int, ctypes.c_long]
+    _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    _copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ class Baseline:
     size: int
     saved: bytes
     """One byte per page: 1 for a page kept in `blob`; every other page is the image's (or
-    zeros outside it)."""
+    zeros past it)."""
     blob: bytes
     """The kept pages, in order."""
     kept_fds: frozenset[int]
@@ -56,7 +66,7 @@ def capture(address: int, size: int, kept_fds: frozenset[int]) -> Baseline | Non
     return Baseline(size, written, blob, kept_fds)
 
 
-def restore(address: int, size: int, baseline: Baseline, image: Image) -> bool:
+def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> bool:
     """Write `baseline` back over the memory at `address` (between turns): False, having
     changed nothing, when that cannot make it the baseline (it grew, or no page map)."""
     if size != baseline.size:
@@ -65,8 +75,7 @@ def restore(address: int, size: int, baseline: Baseline, image: Image) -> bool:
     if written is None:
         return False
     memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
-    saved, blob = baseline.saved, baseline.blob
-    lo, hi = image.start // PAGE, (image.start + len(image.content)) // PAGE
+    saved, blob, inside = baseline.saved, baseline.blob, len(image) // PAGE
     rank = counted = 0  # saved pages before page `counted`: where its copy lies in blob
     try:
         # A page written now is set back to its baseline copy or to the image's page; runs of
@@ -82,22 +91,76 @@ def restore(address: int, size: int, baseline: Baseline, image: Image) -> bool:
                     counted = at
                     memory[at * PAGE:cut * PAGE] = blob[rank * PAGE:(rank + cut - at) * PAGE]
                 else:
-                    _from_image(address, memory, at, cut, lo, hi, image.content)
+                    edge = max(at, min(cut, inside))
+                    memory[at * PAGE:edge * PAGE] = image[at * PAGE:edge * PAGE]
+                    ctypes.memset(address + edge * PAGE, 0, (cut - edge) * PAGE)
                 at = cut
     finally:
         memory.release()
     return True
 
 
-def _from_image(address: int, memory: memoryview, first: int, end: int, lo: int, hi: int,
-                content: memoryview) -> None:
-    """Pages [first, end) as the image had them: its pages [lo, hi), zeros elsewhere."""
-    inside_from, inside_to = min(max(first, lo), end), max(min(end, hi), first)
-    if inside_from > first:
-        ctypes.memset(address + first * PAGE, 0, (inside_from - first) * PAGE)
-    if inside_to > inside_from:
-        memory[inside_from * PAGE:inside_to * PAGE] = \
-            content[(inside_from - lo) * PAGE:(inside_to - lo) * PAGE]
-    tail = max(inside_to, inside_from)
-    if end > tail:
-        ctypes.memset(address + tail * PAGE, 0, (end - tail) * PAGE)
+@dataclass(frozen=True)
+class ImageFile:
+    """A start image as a file's pages: `length` bytes at `offset` of descriptor `fd`, which
+    a memory maps from its byte `start` on (zeros around them)."""
+
+    fd: int
+    offset: int
+    length: int
+    start: int
+
+
+class Mirror:
+    """A baseline kept as a mapping of the whole memory as it was: the image's pages mapped
+    from its file (shared with the page cache), every page written by then copied in. A
+    write-back is then one copy per run of pages written since, wherever the run falls."""
+
+    def __init__(self, address: int, size: int):
+        self.address, self.size = address, size
+        self._unmap = weakref.finalize(self, _unmap, address, size)
+
+    @classmethod
+    def capture(cls, address: int, size: int, image: ImageFile) -> Mirror | None:
+        """The memory at `address` (between turns), mapped from `image`; None where it
+        cannot be (no page map, not Linux)."""
+        written = pagemap.written(address, size)
+        if _libc is None or written is None:
+            return None
+        private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        rw = mmap.PROT_READ | mmap.PROT_WRITE
+        mirror = _libc.mmap(None, size, rw, private, -1, 0)
+        if mirror in (None, ctypes.c_void_p(-1).value):
+            return None
+        made = cls(mirror, size)
+        if image.length:
+            at = mirror + image.start
+            if _libc.mmap(at, image.length, rw, mmap.MAP_PRIVATE | _MAP_FIXED,
+                          image.fd, image.offset) != at:
+                made.close()
+                return None
+        for first, end in pagemap.runs(written):
+            ctypes.memmove(mirror + first * PAGE, address + first * PAGE, (end - first) * PAGE)
+        return made
+
+    def restore(self, address: int, size: int) -> bool:
+        """Copy back each page written since (between turns): False, having changed nothing,
+        when that cannot make it the baseline (it grew, or no page map)."""
+        if size != self.size or not self._unmap.alive:
+            return False
+        written = pagemap.written(address, size)
+        if written is None:
+            return False
+        move, source = _copy, self.address
+        assert move is not None
+        for first, end in pagemap.runs(written):
+            move(address + first * PAGE, source + first * PAGE, (end - first) * PAGE)
+        return True
+
+    def close(self) -> None:
+        self._unmap()
+
+
+def _unmap(address: int, size: int) -> None:
+    assert _libc is not None
+    _libc.munmap(address, size)

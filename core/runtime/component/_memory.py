@@ -12,21 +12,21 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import mmap
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._wasmtime.write_back import Image
+from .._wasmtime.write_back import ImageFile
 
 __all__ = ["Memory", "find", "readable"]
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _WINDOW = 64
 """Bytes read from the object's address: its header, then the word."""
-_images: dict[tuple[int, int, int, int], Image] = {}
-"""(device, inode, offset, length) -> the image mapped read-only, shared by all guests."""
+_files: dict[tuple[int, int], int] = {}
+"""(device, inode) -> a descriptor of an image's file, kept open for the mirrors mapped from
+it (`write_back.Mirror`)."""
 
 
 class _IoVec(ctypes.Structure):
@@ -39,7 +39,7 @@ class Memory:
 
     address: int
     size: int
-    image: Image
+    image: ImageFile
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,9 @@ def find(address_of_word: int, word: bytes) -> Memory | None:
         at = start + address_of_word
         if at + _WINDOW > end or word not in ctypes.string_at(at, _WINDOW):
             continue
-        image = _image(span, span.start - start)
-        return None if image is None else Memory(start, end - start, image)
+        fd = _file(span)
+        return None if fd is None else Memory(start, end - start, ImageFile(
+            fd, span.offset, span.end - span.start, span.start - start))
     return None
 
 
@@ -106,23 +107,14 @@ def _spans() -> list[_Span]:
     return out
 
 
-def _image(span: _Span, start: int) -> Image | None:
-    """The file's pages `span` maps, read-only, as an image placed at `start`."""
-    key = (os.makedev(*span.device), span.inode, span.offset, span.end - span.start)
-    image = _images.get(key)
-    if image is None:
+def _file(span: _Span) -> int | None:
+    key = (os.makedev(*span.device), span.inode)
+    if key not in _files:
         fd = _open(span)
         if fd is None:
             return None
-        try:
-            content = mmap.mmap(fd, span.end - span.start, mmap.MAP_SHARED, mmap.PROT_READ,
-                                offset=span.offset)
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(fd)
-        image = _images.setdefault(key, Image(memoryview(content), start))
-    return image if image.start == start else None
+        _files[key] = fd  # for the process's life: a file per compile of the component
+    return _files[key]
 
 
 def _open(span: _Span) -> int | None:

@@ -90,8 +90,9 @@ class ComponentInstance(WatchedGuest):
         """The turns taken and the host's answers to each, until `keep_baseline`: what
         `renew` plays again in a new instance (None once kept, or when it cannot be)."""
         self._baseline: list[tuple[str, list[bytes]]] | None = None
-        self._kept: tuple[_memory.Memory, write_back.Baseline] | None = None
+        self._kept: tuple[_memory.Memory, write_back.Mirror] | None = None
         """The memory right after setup, when it can be found: what `renew` writes back."""
+        self._kept_fds: frozenset[int] = frozenset()
         self._start()
 
     def _start(self) -> None:
@@ -145,7 +146,7 @@ class ComponentInstance(WatchedGuest):
         self._kept = self._keep_memory()
         return bool(self._baseline)
 
-    def _keep_memory(self) -> tuple[_memory.Memory, write_back.Baseline] | None:
+    def _keep_memory(self) -> tuple[_memory.Memory, write_back.Mirror] | None:
         asked: list[bytes] = []
 
         def answer(request: bytes) -> bytes:
@@ -164,12 +165,13 @@ class ComponentInstance(WatchedGuest):
         if len(asked) != 1 or not address.isdigit():
             return None
         memory = _memory.find(int(address), bytes.fromhex(word.decode()))
-        baseline = None if memory is None else \
-            write_back.capture(memory.address, memory.size, frozenset(self.opened))
-        if memory is None or baseline is None:
+        mirror = None if memory is None else \
+            write_back.Mirror.capture(memory.address, memory.size, memory.image)
+        if memory is None or mirror is None:
             return None
         self.guard.track()
-        return memory, baseline
+        self._kept_fds = frozenset(self.opened)
+        return memory, mirror
 
     def renew(self, workdir: Path) -> bool:
         """Between turns: this guest as it was at `keep_baseline`, its folder emptied: its
@@ -192,11 +194,11 @@ class ComponentInstance(WatchedGuest):
         not grow, and the guest did not trap."""
         kept, guard = self._kept, self.guard
         if kept is None or self._trap_reason is not None or guard.made or guard.dropped_old \
-                or self.opened != kept[1].kept_fds:
+                or self.opened != self._kept_fds:
             return False
-        memory, baseline = kept
+        memory, mirror = kept
         if _memory.readable(memory.address + memory.size) is not False \
-                or not write_back.restore(memory.address, memory.size, baseline, memory.image):
+                or not mirror.restore(memory.address, memory.size):
             return False
         guard.track()
         handler, self.handler = self.handler, None
@@ -215,7 +217,8 @@ class ComponentInstance(WatchedGuest):
         old.close()
         self._store = self._new_store(self._spec.memory_bytes)
         self.opened.clear()
-        self._trap_reason = self._kept = None
+        self._trap_reason = None
+        self._forget_memory()
         self._start()
         handler = self.handler
         try:
@@ -238,9 +241,15 @@ class ComponentInstance(WatchedGuest):
         if self.output is not None:
             self.output("stdout" if fd == 1 else "stderr", data)
 
+    def _forget_memory(self) -> None:
+        if self._kept is not None:
+            self._kept[1].close()
+            self._kept = None
+
     def _release(self) -> None:
         self._instance = self._turn = None  # type: ignore[assignment]
-        self.script = self._baseline = self._kept = None
+        self.script = self._baseline = None
+        self._forget_memory()
 
 
 class ComponentRuntime(WatchedRuntime):

@@ -26,7 +26,7 @@ from .._wasmtime.capi import Export, check_i32_export, store_context
 from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
 from .._wasmtime.host_functions import current, guarded, sleep, tracked
 from .._wasmtime.shadow import FORWARDED, GUARDED, WASI
-from .._wasmtime.write_back import Baseline, Image
+from .._wasmtime.write_back import Baseline
 from ..base import GUEST_DIR, CommitPoint, GuestSpec, GuestTrap, MemoryPlan, SavedMemory
 from . import _commits, _exact
 from ._files import INSTALL_HINT, DataFiles, data_files
@@ -189,7 +189,7 @@ class DataInstance(WasmtimeInstance):
         return (ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
                 or 0), self._memory_handle.data_len(self._store)
 
-    # -- descriptors and renewal (see `_wasmtime/write_back.py`) ----------------------------------------
+    # -- descriptors and renewal (see `_wasmtime/write_back.py`) ---------------------------
 
     def track(self, name: str, fd: int, other: int = 0) -> None:
         fds = self.fds
@@ -238,7 +238,7 @@ class DataInstance(WasmtimeInstance):
         self.fds = set(baseline.kept_fds)
         self.opened &= baseline.kept_fds
         if not empty_folder(workdir) or not renewal.restore(base, size, baseline,
-                                                                Image(image.content)):
+                                                                image.content):
             return False
         if image.seeds:
             image.reseed(base)
