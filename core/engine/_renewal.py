@@ -2,12 +2,12 @@
 
 Closing a run's session and starting the next one costs an instance, a thread, a folder and
 a setup turn, and the new guest's first cell then pays a page fault for every page it
-writes. On the data runtime the same guest can instead be renewed (`runtime/_wasmtime/write_back.py`): its
-memory written back to what it was right after setup, its open files closed, its folder
-emptied, its random generators reseeded. Nothing of the last run is left, and the next
-run's first cell finds its pages in place. The default runtime renews a guest by starting
-its component again in the same store's place and replaying the boot and setup turns the
-guest took, with the answers it was given (`runtime/component/_runtime.py`).
+writes. The same guest is instead renewed (`runtime/_wasmtime/write_back.py`): its memory
+written back to what it was right after setup, its open files closed, its folder emptied,
+its random generators reseeded. Nothing of the last run is left, and the next run's first
+cell finds its pages in place. Where a run left what cannot be written back, the default
+runtime starts the guest's component again in the same store's place and replays the boot
+and setup turns it took, with the answers it was given (`runtime/component/_runtime.py`).
 """
 
 from __future__ import annotations

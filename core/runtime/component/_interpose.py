@@ -11,7 +11,9 @@ itself, where libc expects it:
   links count against the session folder's quota (refused: `quota` / a closed stream);
 - the console's streams (from `get-stdout`/`get-stderr`) go to the host's `console` import;
 - a guest that sleeps or polls only timers waits in the host, where a stop ends the wait;
-- sockets and name lookups are refused outright (`not-supported`, as on the other runtimes).
+- sockets and name lookups are refused outright (`not-supported`, as on the other runtimes);
+- descriptors, streams and timers are told to the host as they are made and dropped, so a
+  renewal knows whether the memory it writes back names only handles that are still alive.
 
 The wrappers are plain WebAssembly (made from text by `wasmtime.wat2wasm`); they keep no
 state of their own, since the host knows each handle's kind (`_guard.py`).

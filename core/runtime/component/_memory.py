@@ -14,6 +14,7 @@ import ctypes
 import errno
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ _WINDOW = 64
 _files: dict[tuple[int, int], int] = {}
 """(device, inode) -> a descriptor of an image's file, kept open for the mirrors mapped from
 it (`write_back.Mirror`)."""
+_files_lock = threading.Lock()
 
 
 class _IoVec(ctypes.Structure):
@@ -74,7 +76,8 @@ def find(address_of_word: int, word: bytes) -> Memory | None:
                 and not spans[j].inode:
             end, j = spans[j].end, j + 1
         at = start + address_of_word
-        if at + _WINDOW > end or word not in ctypes.string_at(at, _WINDOW):
+        # Read safely: another guest's memory may be unmapped meanwhile by its closing.
+        if at + _WINDOW > end or word not in (_read(at, _WINDOW) or b""):
             continue
         fd = _file(span)
         return None if fd is None else Memory(start, end - start, ImageFile(
@@ -87,12 +90,21 @@ def readable(address: int) -> bool | None:
     the guest grows it.) None when it cannot be told (the call is not allowed here)."""
     if _libc is None:
         return None
-    buffer = ctypes.create_string_buffer(1)
-    local, remote = _IoVec(ctypes.addressof(buffer), 1), _IoVec(address, 1)
-    if int(_libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1,
-                                  ctypes.byref(remote), 1, 0)) == 1:
+    if _read(address, 1) is not None:
         return True
     return False if ctypes.get_errno() == errno.EFAULT else None
+
+
+def _read(address: int, size: int) -> bytes | None:
+    """`size` bytes at `address` of this process, or None (errno says why) where they are
+    not all readable: a copy the kernel makes, which fails rather than faults."""
+    if _libc is None:
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    local, remote = _IoVec(ctypes.addressof(buffer), size), _IoVec(address, size)
+    done = int(_libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1,
+                                      ctypes.byref(remote), 1, 0))
+    return buffer.raw if done == size else None
 
 
 def _spans() -> list[_Span]:
@@ -109,12 +121,13 @@ def _spans() -> list[_Span]:
 
 def _file(span: _Span) -> int | None:
     key = (os.makedev(*span.device), span.inode)
-    if key not in _files:
-        fd = _open(span)
-        if fd is None:
-            return None
-        _files[key] = fd  # for the process's life: a file per compile of the component
-    return _files[key]
+    with _files_lock:
+        if key not in _files:
+            fd = _open(span)
+            if fd is None:
+                return None
+            _files[key] = fd  # for the process's life: a file per compile of the component
+        return _files[key]
 
 
 def _open(span: _Span) -> int | None:
