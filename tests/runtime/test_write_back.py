@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from tooliscode._folders import empty_folder
+from tooliscode.runtime._wasmtime import page_map
 from tooliscode.runtime._wasmtime import write_back as renew
 from tooliscode.runtime._wasmtime.page_map import PAGE, written
 
@@ -40,6 +41,22 @@ def test_only_written_pages_count_as_written(memory):
     mapping[13 * PAGE + 5] = 1
     flags = written(address, PAGES * PAGE)
     assert [i for i, f in enumerate(flags) if f] == [3, 13]
+
+
+@pytest.mark.parametrize("scan", [True, False])  # PAGEMAP_SCAN, or reading the page map
+def test_private_regions_are_the_written_pages(memory, monkeypatch, scan):
+    address, mapping, _ = memory
+    if written(address, PAGES * PAGE) is None:
+        pytest.skip("no page map here")
+    if not scan:
+        monkeypatch.setattr(page_map, "_scan_works", False)
+    for page in (1, 2, 3, 7, 13, 15):
+        mapping[page * PAGE + 1] = 5
+    found = page_map.private_regions(address, PAGES * PAGE, page_map.Regions())
+    if found is None:
+        pytest.skip("no PAGEMAP_SCAN here")
+    assert found == [(1 * PAGE, 4 * PAGE), (7 * PAGE, 8 * PAGE), (13 * PAGE, 14 * PAGE),
+                     (15 * PAGE, 16 * PAGE)]
 
 
 def test_restore_brings_back_the_baseline_and_the_image(memory):

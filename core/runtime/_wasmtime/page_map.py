@@ -2,13 +2,20 @@
 
 A guest's linear memory starts as a copy-on-write mapping of a start image, so a page it
 never wrote is still the file's page, and one it wrote is private to us. /proc/self/pagemap
-tells the two apart in one read of 8 bytes per 4 KiB page. Linux only; elsewhere `written`
-answers None and callers compare contents instead.
+tells the two apart in one read of 8 bytes per 4 KiB page; its PAGEMAP_SCAN ioctl (Linux 6.7
+and later) lists the runs of such pages in one walk of the page tables, however large the
+memory. Linux only; elsewhere `written` answers None and callers compare contents instead.
 """
 
 from __future__ import annotations
 
-__all__ = ["PAGE", "runs", "written"]
+import ctypes
+import os
+import sys
+import threading
+
+__all__ = ["PAGE", "PAGE_IS_WRITTEN", "Regions", "ioctl", "private_regions", "runs", "scan",
+           "scan_fd", "written"]
 
 PAGE = 4096
 _PAGEMAP = "/proc/self/pagemap"
@@ -52,3 +59,81 @@ def runs(flags: bytes) -> list[tuple[int, int]]:
         out.append((first, end))
         at = end
     return out
+
+
+_PAGEMAP_SCAN = 0xC0606610
+PAGE_IS_WRITTEN, _PAGE_IS_FILE, _PAGE_IS_PRESENT, _PAGE_IS_SWAPPED = 1 << 1, 1 << 2, 1 << 3, 1 << 4
+"""PAGEMAP_SCAN's page categories (written: not write-protected by a userfaultfd)."""
+MAX_REGIONS = 4096
+Regions = ctypes.c_uint64 * (3 * MAX_REGIONS)
+"""Where a scan puts the regions it finds: (start, end, categories) each."""
+
+# PyDLL: an ioctl here returns at once, and one that gave the GIL up would wait to take it
+# back from the caller's thread, which may be busy (a cell's result, the next run).
+_libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_lock = threading.Lock()
+_pagemap: int | None = None
+_scan_works: bool | None = None
+
+
+def ioctl(fd: int, request: int, arg: ctypes.Array) -> int:
+    assert _libc is not None
+    return int(_libc.ioctl(fd, ctypes.c_ulong(request), ctypes.c_void_p(ctypes.addressof(arg))))
+
+
+def scan_fd() -> int | None:
+    """/proc/self/pagemap, opened once per process (None where there is none)."""
+    global _pagemap
+    with _lock:
+        if _pagemap is None:
+            try:
+                _pagemap = os.open(_PAGEMAP, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                _pagemap = -1
+        return _pagemap if _pagemap >= 0 else None
+
+
+def scan(address: int, size: int, out: ctypes.Array, flags: int = 0, inverted: int = 0,
+         mask: int = 0, anyof: int = 0, returned: int = 0) -> list[tuple[int, int]] | None:
+    """PAGEMAP_SCAN over [address, address + size): the [start, end) byte offsets of the
+    regions of pages whose categories, with `inverted` flipped, have all of `mask` and one
+    of `anyof` (`out`: a `Regions`). None where the kernel cannot."""
+    pagemap = scan_fd()
+    if pagemap is None or _libc is None:
+        return None
+    regions: list[tuple[int, int]] = []
+    start, end = address, address + size
+    words = memoryview(out).cast("B").cast("Q")  # read in C, not element by element
+    while start < end:
+        arg = (ctypes.c_uint64 * 12)(96, flags, start, end, 0, ctypes.addressof(out),
+                                     MAX_REGIONS, 0, inverted, mask, anyof, returned)
+        found = ioctl(pagemap, _PAGEMAP_SCAN, arg)
+        if found < 0:
+            return None
+        regions += zip([x - address for x in words[0:3 * found:3].tolist()],
+                       [x - address for x in words[1:3 * found:3].tolist()])
+        walked = arg[4]  # walk_end: where the scan stopped (the out array was full)
+        if found < MAX_REGIONS or walked >= end:
+            break
+        start = walked
+    return regions
+
+
+def private_regions(address: int, size: int,
+                    out: ctypes.Array) -> list[tuple[int, int]] | None:
+    """`runs(written(address, size))` as [start, end) byte offsets, in one walk of the page
+    tables where the kernel has PAGEMAP_SCAN: pages present (or swapped out) and not the
+    file's."""
+    global _scan_works
+    if _scan_works is not False:
+        found = scan(address, size, out, inverted=_PAGE_IS_FILE, mask=_PAGE_IS_FILE,
+                     anyof=_PAGE_IS_PRESENT | _PAGE_IS_SWAPPED)
+        if found is not None:
+            _scan_works = True
+            return found
+        if _scan_works is None:
+            _scan_works = False  # an older kernel: read the page map from now on
+        else:
+            return None
+    flags = written(address, size)
+    return None if flags is None else [(first * PAGE, end * PAGE) for first, end in runs(flags)]

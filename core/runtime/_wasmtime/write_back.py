@@ -119,6 +119,7 @@ class Mirror:
     def __init__(self, address: int, size: int):
         self.address, self.size = address, size
         self._unmap = weakref.finalize(self, _unmap, address, size)
+        self._out = pagemap.Regions()
 
     @classmethod
     def capture(cls, address: int, size: int, image: ImageFile) -> Mirror | None:
@@ -148,13 +149,13 @@ class Mirror:
         when that cannot make it the baseline (it grew, or no page map)."""
         if size != self.size or not self._unmap.alive:
             return False
-        written = pagemap.written(address, size)
+        written = pagemap.private_regions(address, size, self._out)
         if written is None:
             return False
         move, source = _copy, self.address
         assert move is not None
-        for first, end in pagemap.runs(written):
-            move(address + first * PAGE, source + first * PAGE, (end - first) * PAGE)
+        for start, end in written:
+            move(address + start, source + start, end - start)
         return True
 
     def close(self) -> None:

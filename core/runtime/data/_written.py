@@ -18,8 +18,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 
+from .._wasmtime import page_map as pagemap
 from .._wasmtime.page_map import PAGE
 from ._hot import Hot
 
@@ -35,24 +35,14 @@ _MODE_WP = 1 << 1
 _WP = 1 << 0
 _FEATURES = (1 << 15) | (1 << 13)
 """UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED"""
-_PAGEMAP_SCAN = 0xC0606610
 _PM_SCAN_WP_MATTERING, _PM_SCAN_CHECK_WPASYNC = 1, 2
-_PAGE_IS_WRITTEN = 1 << 1
-_MAX_REGIONS = 4096
 
 Region = tuple[int, int]
 """[start, end) byte offsets into the memory."""
 
-# PyDLL: an ioctl here returns at once, and one that gave the GIL up would wait to take it
-# back from the caller's thread, which is busy with the result the commit follows.
+# PyDLL: see `page_map.ioctl`.
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-_lock = threading.Lock()
-_pagemap: int | None = None
-
-
-def _ioctl(fd: int, request: int, arg: ctypes.Array) -> int:
-    assert _libc is not None
-    return int(_libc.ioctl(fd, ctypes.c_ulong(request), ctypes.c_void_p(ctypes.addressof(arg))))
+_ioctl = pagemap.ioctl
 
 
 class Tracker:
@@ -60,7 +50,7 @@ class Tracker:
 
     def __init__(self, fd: int, address: int, size: int):
         self._fd, self.address, self.size = fd, address, size
-        self._out = (ctypes.c_uint64 * (3 * _MAX_REGIONS))()
+        self._out = pagemap.Regions()
         self._hot = Hot()
 
     @classmethod
@@ -68,7 +58,7 @@ class Tracker:
         """Track writes to [address, address + size) from now on; None where the kernel
         cannot (every page then counts as written)."""
         machine = os.uname().machine
-        if _libc is None or machine not in _SYS_USERFAULTFD or _page_map() is None:
+        if _libc is None or machine not in _SYS_USERFAULTFD or pagemap.scan_fd() is None:
             return None
         fd = int(_libc.syscall(_SYS_USERFAULTFD[machine], os.O_CLOEXEC | os.O_NONBLOCK
                                | _UFFD_USER_MODE_ONLY))
@@ -118,40 +108,11 @@ class Tracker:
 
     def _scan(self, protect: bool) -> list[Region] | None:
         """The pages not protected now (written since they were), protected when `protect`."""
-        pagemap = _page_map()
-        if pagemap is None:
-            return None
-        out, regions = self._out, []
         flags = _PM_SCAN_CHECK_WPASYNC | (_PM_SCAN_WP_MATTERING if protect else 0)
-        start, end = self.address, self.address + self.size
-        while start < end:
-            arg = (ctypes.c_uint64 * 12)(96, flags, start, end, 0, ctypes.addressof(out),
-                                         _MAX_REGIONS, 0, 0, _PAGE_IS_WRITTEN, 0,
-                                         _PAGE_IS_WRITTEN)
-            found = _ioctl(pagemap, _PAGEMAP_SCAN, arg)
-            if found < 0:
-                return None
-            regions += [(out[3 * i] - self.address, out[3 * i + 1] - self.address)
-                        for i in range(found)]
-            walked = arg[4]  # walk_end: where the scan stopped (the out array was full)
-            if found < _MAX_REGIONS or walked >= end:
-                break
-            start = walked
-        return regions
+        return pagemap.scan(self.address, self.size, self._out, flags,
+                            mask=pagemap.PAGE_IS_WRITTEN, returned=pagemap.PAGE_IS_WRITTEN)
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)  # unregisters the memory
             self._fd = -1
-
-
-def _page_map() -> int | None:
-    """/proc/self/pagemap, opened once per process."""
-    global _pagemap
-    with _lock:
-        if _pagemap is None:
-            try:
-                _pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                _pagemap = -1
-        return _pagemap if _pagemap >= 0 else None
