@@ -54,6 +54,12 @@ class DiskQuota:
         self._bytes, self._entries = folder_usage(self.root)
         self._scanned_at = time.monotonic()
 
+    def emptied(self) -> None:
+        """The folder was just emptied: nothing is used, no scan needed."""
+        with self._lock:
+            self._bytes = self._entries = 0
+            self._scanned_at = time.monotonic()
+
     def stale(self) -> None:
         """Files may have been deleted since the last scan: allow a rescan right away."""
         self._scanned_at = 0.0

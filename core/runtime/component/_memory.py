@@ -22,7 +22,9 @@ from .._wasmtime.write_back import ImageFile
 
 __all__ = ["Memory", "find", "readable"]
 
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+# PyDLL: the call returns at once, and one that gave the interpreter lock up would wait to
+# take it back from a caller's thread that is busy (the next run's).
+_libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _WINDOW = 64
 """Bytes read from the object's address: its header, then the word."""
 _files: dict[tuple[int, int], int] = {}

@@ -65,7 +65,8 @@ LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(
 """Where the guest's memory is: a random word and its address (see `_memory.py`). The
 console's streams are taken first, so that the memory kept after this names them."""
 RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
-"""A renewed guest's own random stream (its memory came back with the last run's)."""
+"""A renewed guest's own random stream (its memory came back with the last run's): played
+before its next turn's source, in the same turn."""
 
 
 def _configure(config: wasmtime.Config) -> None:
@@ -93,6 +94,8 @@ class ComponentInstance(WatchedGuest):
         self._kept: tuple[_memory.Memory, write_back.Mirror] | None = None
         """The memory right after setup, when it can be found: what `renew` writes back."""
         self._kept_fds: frozenset[int] = frozenset()
+        self._prefix = ""
+        """Source the next turn plays first (`RESEED` after a write-back)."""
         self._start()
 
     def _start(self) -> None:
@@ -118,6 +121,8 @@ class ComponentInstance(WatchedGuest):
         self.turn(self._spec.boot_source)
 
     def turn(self, source: str) -> None:
+        if self._prefix:
+            source, self._prefix = self._prefix + source, ""
         if self.script is not None:
             if len(self.script) >= _SCRIPT_TURNS:  # no baseline was asked for: a session's
                 self.script = None                 # cells are not kept
@@ -181,7 +186,7 @@ class ComponentInstance(WatchedGuest):
         if self._baseline is None or self._stop_reason is not None \
                 or not empty_folder(workdir):
             return False
-        self._quota.rescan()
+        self._quota.emptied()
         self._quota.hit = self._changed = self._too_many_open = False
         self.pending = None
         if self._write_back():
@@ -201,23 +206,18 @@ class ComponentInstance(WatchedGuest):
                 or not mirror.restore(memory.address, memory.size):
             return False
         guard.track()
-        handler, self.handler = self.handler, None
-        try:
-            self.turn(RESEED)
-        except GuestTrap:
-            return False
-        finally:
-            self.handler = handler
+        self._prefix = RESEED
         return True
 
     def _start_again(self) -> bool:
+        """A new instance in this one's place, given the turns this one took."""
         baseline = self._baseline
         assert baseline is not None
         old, self._instance, self._turn = self._store, None, None  # type: ignore[assignment]
         old.close()
         self._store = self._new_store(self._spec.memory_bytes)
         self.opened.clear()
-        self._trap_reason = None
+        self._trap_reason, self._prefix = None, ""
         self._forget_memory()
         self._start()
         handler = self.handler
@@ -287,7 +287,8 @@ class ComponentRuntime(WatchedRuntime):
             if self._boot_seen == boot_reply:
                 return
             script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
-            script["turns"] = [boot_source, warm.get("serve") or "", LOCATE, RESEED]
+            serve = warm.get("serve") or ""
+            script["turns"] = [boot_source, serve, LOCATE, RESEED + serve]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply
