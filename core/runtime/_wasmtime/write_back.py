@@ -34,12 +34,15 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 # PyDLL: a page's copy takes a microsecond; one that gave the interpreter lock up would wait
 # to take it back, each time, from a caller's thread that is busy (the next run's).
 _copy = ctypes.PyDLL(None).memmove if _libc is not None else None
-if _libc is not None and _copy is not None:
+_release = ctypes.PyDLL(None).madvise if _libc is not None else None
+_MADV_DONTNEED = 4
+if _libc is not None and _copy is not None and _release is not None:
     _libc.mmap.restype = ctypes.c_void_p
     _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                            ctypes.c_int, ctypes.c_long]
     _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     _copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    _release.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,14 @@ class ImageFile:
 class Mirror:
     """A baseline kept as a mapping of the whole memory as it was: the image's pages mapped
     from its file (shared with the page cache), every page written by then copied in. A
-    write-back is then one copy per run of pages written since, wherever the run falls."""
+    write-back is then one copy per run of pages written since, wherever the run falls.
+    Past the image and the pages written by then, all is zeros: pages written there are let
+    go instead (anonymous memory reads as zeros again), so a run's garbage is not kept
+    resident."""
 
-    def __init__(self, address: int, size: int):
+    def __init__(self, address: int, size: int, past_image: int, saved: bytes):
         self.address, self.size = address, size
+        self._past_image, self._saved = past_image, saved
         self._unmap = weakref.finalize(self, _unmap, address, size)
         self._out = pagemap.Regions()
 
@@ -133,7 +140,7 @@ class Mirror:
         mirror = _libc.mmap(None, size, rw, private, -1, 0)
         if mirror in (None, ctypes.c_void_p(-1).value):
             return None
-        made = cls(mirror, size)
+        made = cls(mirror, size, image.start + image.length, written)
         if image.length:
             at = mirror + image.start
             if _libc.mmap(at, image.length, rw, mmap.MAP_PRIVATE | _MAP_FIXED,
@@ -152,11 +159,33 @@ class Mirror:
         written = pagemap.private_regions(address, size, self._out)
         if written is None:
             return False
-        move, source = _copy, self.address
+        move, source, past = _copy, self.address, self._past_image
         assert move is not None
         for start, end in written:
-            move(address + start, source + start, end - start)
+            if end <= past:
+                move(address + start, source + start, end - start)
+                continue
+            if start < past:
+                move(address + start, source + start, past - start)
+                start = past
+            self._past(address, start // PAGE, end // PAGE)
         return True
+
+    def _past(self, address: int, first: int, end: int) -> None:
+        """Pages [first, end) past the image: the ones written by the baseline copied back,
+        the others (zeros then) let go."""
+        assert _copy is not None and _release is not None
+        saved, source = self._saved, self.address
+        while first < end:
+            kind = saved[first]
+            cut = saved.find(1 - kind, first, end)
+            cut = end if cut < 0 else cut
+            at, length = first * PAGE, (cut - first) * PAGE
+            if kind:
+                _copy(address + at, source + at, length)
+            elif _release(address + at, length, _MADV_DONTNEED) != 0:
+                ctypes.memset(address + at, 0, length)
+            first = cut
 
     def close(self) -> None:
         self._unmap()

@@ -60,10 +60,18 @@ compileall.compile_dir({STDLIB!r}, quiet=2, workers=1,
 open({GUEST_DIR + "/done"!r}, "w").close()
 '''
 """Run once per built component by a guest of ours (its `.pyc` are then shared by all)."""
-LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(16)\n"
-          "exchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\ndel _o, _w\n")
+HEADROOM = 16 << 20
+"""Memory a renewable guest grows by before its baseline, left free: a run that needs no more
+than that is written back (one that grows the memory past it gets a new instance)."""
+LOCATE = (f"import os as _o\n_o.write(1, b''); _o.write(2, b'')\n"
+          f"try:\n    _o.read(0, {HEADROOM})\nexcept MemoryError:\n    pass\n"
+          "_w = _o.urandom(16)\nexchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\n"
+          "del _o, _w\n")
 """Where the guest's memory is: a random word and its address (see `_memory.py`). The
-console's streams are taken first, so that the memory kept after this names them."""
+console's streams are taken first, so that the memory kept after this names them, and the
+memory is grown by `HEADROOM`: reading nothing from the console's input into a buffer that
+big takes the memory and, the buffer freed, leaves it to the allocator, with no page
+touched."""
 RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
 """A renewed guest's own random stream (its memory came back with the last run's): played
 before its next turn's source, in the same turn."""
