@@ -55,6 +55,8 @@ class WatchedGuest(Instance):
         self.opened: set[int] = set()
         """The guest's open files and folders (the runtime's handles for them)."""
         self._too_many_open = False
+        self.memory_bytes = spec.memory_bytes
+        """The most memory the guest may have (its store's limit)."""
         self._store = self._new_store(spec.memory_bytes)
 
     @property
@@ -137,6 +139,7 @@ class WatchedGuest(Instance):
     def configure(self, memory_bytes: int, disk_bytes: int | None,
                   disk_entries: int | None) -> None:
         self._store.set_limits(memory_size=memory_bytes)
+        self.memory_bytes = memory_bytes
         self._quota.max_bytes, self._quota.max_entries = disk_bytes, disk_entries
 
     def may_open(self) -> bool:

@@ -9,7 +9,7 @@ console, folder quota, sleeps and network go through the interposer and the guar
 A component's memory cannot be moved into another instance (its libc holds handles of its
 own store), so a session's state crosses processes as the engine's pickled snapshot. Within
 its own instance it can be written back, though: a guest is renewed for the next run by
-setting its memory back to the moment after its setup (`_memory.py`), or, where that cannot
+setting its memory back to the moment after its setup (`_in_place.py`), or, where that cannot
 be, by starting its component again and replaying its boot and setup.
 """
 
@@ -26,14 +26,14 @@ from wasmtime import component
 
 from ..._folders import empty_folder
 from ..._temp_folders import new_folder
-from .._wasmtime import write_back
 from .._wasmtime.host_functions import tls
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
-from . import _host, _memory
+from . import _host
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
+from ._in_place import GROW, LOCATE, RESEED, Kept
 from ._interpose import CONSOLE_IMPORT, GUARD_IMPORT
 
 __all__ = ["ComponentInstance", "ComponentRuntime"]
@@ -60,21 +60,6 @@ compileall.compile_dir({STDLIB!r}, quiet=2, workers=1,
 open({GUEST_DIR + "/done"!r}, "w").close()
 '''
 """Run once per built component by a guest of ours (its `.pyc` are then shared by all)."""
-HEADROOM = 16 << 20
-"""Memory a renewable guest grows by before its baseline, left free: a run that needs no more
-than that is written back (one that grows the memory past it gets a new instance)."""
-LOCATE = (f"import os as _o\n_o.write(1, b''); _o.write(2, b'')\n"
-          f"try:\n    _o.read(0, {HEADROOM})\nexcept MemoryError:\n    pass\n"
-          "_w = _o.urandom(16)\nexchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\n"
-          "del _o, _w\n")
-"""Where the guest's memory is: a random word and its address (see `_memory.py`). The
-console's streams are taken first, so that the memory kept after this names them, and the
-memory is grown by `HEADROOM`: reading nothing from the console's input into a buffer that
-big takes the memory and, the buffer freed, leaves it to the allocator, with no page
-touched."""
-RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
-"""A renewed guest's own random stream (its memory came back with the last run's): played
-before its next turn's source, in the same turn."""
 
 
 def _configure(config: wasmtime.Config) -> None:
@@ -99,9 +84,8 @@ class ComponentInstance(WatchedGuest):
         """The turns taken and the host's answers to each, until `keep_baseline`: what
         `renew` plays again in a new instance (None once kept, or when it cannot be)."""
         self._baseline: list[tuple[str, list[bytes]]] | None = None
-        self._kept: tuple[_memory.Memory, write_back.Mirror] | None = None
+        self._kept: Kept | None = None
         """The memory right after setup, when it can be found: what `renew` writes back."""
-        self._kept_fds: frozenset[int] = frozenset()
         self._prefix = ""
         """Source the next turn plays first (`RESEED` after a write-back)."""
         self._start()
@@ -156,35 +140,8 @@ class ComponentInstance(WatchedGuest):
         """Right after setup: its memory (written back by `renew`, where it can be found),
         and the turns so far (played again in a new instance where it cannot)."""
         self._baseline, self.script = self.script, None
-        self._kept = self._keep_memory()
+        self._kept = Kept.take(self)
         return bool(self._baseline)
-
-    def _keep_memory(self) -> tuple[_memory.Memory, write_back.Mirror] | None:
-        asked: list[bytes] = []
-
-        def answer(request: bytes) -> bytes:
-            asked.append(request)
-            return b""
-
-        handler, output = self.handler, self.output
-        self.handler, self.output = answer, None
-        try:
-            self.turn(LOCATE)
-        except GuestTrap:
-            return None
-        finally:
-            self.handler, self.output = handler, output
-        word, _, address = (asked or [b""])[0].partition(b" ")
-        if len(asked) != 1 or not address.isdigit():
-            return None
-        memory = _memory.find(int(address), bytes.fromhex(word.decode()))
-        mirror = None if memory is None else \
-            write_back.Mirror.capture(memory.address, memory.size, memory.image)
-        if memory is None or mirror is None:
-            return None
-        self.guard.track()
-        self._kept_fds = frozenset(self.opened)
-        return memory, mirror
 
     def renew(self, workdir: Path) -> bool:
         """Between turns: this guest as it was at `keep_baseline`, its folder emptied: its
@@ -197,25 +154,10 @@ class ComponentInstance(WatchedGuest):
         self._quota.emptied()
         self._quota.hit = self._changed = self._too_many_open = False
         self.pending = None
-        if self._write_back():
+        if self._kept is not None and self._kept.write_back(self):
+            self._prefix = RESEED
             return True
         return self._start_again()
-
-    def _write_back(self) -> bool:
-        """Set the memory back to `keep_baseline`'s, where nothing of the run outlives that:
-        no handle it made is still open, none the memory names was dropped, the memory did
-        not grow, and the guest did not trap."""
-        kept, guard = self._kept, self.guard
-        if kept is None or self._trap_reason is not None or guard.made or guard.dropped_old \
-                or self.opened != self._kept_fds:
-            return False
-        memory, mirror = kept
-        if _memory.readable(memory.address + memory.size) is not False \
-                or not mirror.restore(memory.address, memory.size):
-            return False
-        guard.track()
-        self._prefix = RESEED
-        return True
 
     def _start_again(self) -> bool:
         """A new instance in this one's place, given the turns this one took."""
@@ -238,7 +180,7 @@ class ComponentInstance(WatchedGuest):
             return False
         finally:
             self.handler = handler
-        self._kept = self._keep_memory()
+        self._kept = Kept.take(self)
         return True
 
     def arm(self, seconds: float | None) -> None:
@@ -249,9 +191,14 @@ class ComponentInstance(WatchedGuest):
         if self.output is not None:
             self.output("stdout" if fd == 1 else "stderr", data)
 
+    @property
+    def trapped(self) -> bool:
+        """A trap (or a stop) ended a turn since the guest was last renewed."""
+        return self._trap_reason is not None
+
     def _forget_memory(self) -> None:
         if self._kept is not None:
-            self._kept[1].close()
+            self._kept.close()
             self._kept = None
 
     def _release(self) -> None:
@@ -296,7 +243,7 @@ class ComponentRuntime(WatchedRuntime):
                 return
             script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
             serve = warm.get("serve") or ""
-            script["turns"] = [boot_source, serve, LOCATE, RESEED + serve]
+            script["turns"] = [boot_source, serve, LOCATE, GROW, RESEED + serve]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply

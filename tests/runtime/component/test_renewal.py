@@ -66,6 +66,33 @@ def test_a_guest_is_renewed_in_place_and_finds_nothing_of_the_run_before(code, n
     code.finish(run, TOOLS)
 
 
+def test_a_run_that_allocates_within_the_headroom_is_written_back(code, next_run):
+    run = code.take()
+    _ok(code, run, "x = 1")
+    run = next_run(code, run, TOOLS)
+    store = _store(run)
+    _ok(code, run, "big = bytearray(8 << 20)\nrows = [{'id': i} for i in range(20000)]")
+    run = next_run(code, run, TOOLS)
+    assert _store(run) is store
+    assert _ok(code, run, LOOK).splitlines()[0] == "[] False False False pong"
+    code.finish(run, TOOLS)
+
+
+def test_a_guest_the_limit_leaves_no_headroom_is_written_back_all_the_same(next_run):
+    runtime = runtime_named("default")
+    limits = Limits(timeout_s=20, memory_bytes=runtime.min_memory_bytes)
+    with CodeTool(TOOLS, keep_spare=True, runtime=runtime, limits=limits) as tight:
+        run = tight.take()
+        _ok(tight, run, "x = 1")
+        store = _store(run)
+        run = next_run(tight, run, TOOLS)
+        assert _store(run) is store
+        assert _ok(tight, run, LOOK).splitlines()[0] == "[] False False False pong"
+        reply = tight.run_code("big = bytearray(64 << 20)", sandbox=run)
+        assert "MemoryError" in reply.text
+        tight.finish(run, TOOLS)
+
+
 @pytest.mark.parametrize("source", [
     "grown = bytearray(64 << 20)",  # its allocator would not know the pages past the baseline
     "kept = open('/session/kept.txt', 'w')",  # a descriptor still open

@@ -1,0 +1,109 @@
+"""Renewing a default guest in place: its memory written back to the moment after its setup.
+
+Right after setup the guest names a random word and its address (`LOCATE`), so the host can
+find its memory among its own mappings (`_memory.py`), grows that memory by a headroom it
+leaves free (`GROW`), and keeps a mirror of it (`write_back.Mirror`). From then on the guard
+notes every handle the guest makes or drops. After a run, the memory is written back from
+the mirror if nothing of the run outlives that: no handle it made is still open, none the
+memory names was dropped, the memory did not grow past the headroom, the guest did not trap.
+Otherwise the instance starts its component again (`ComponentInstance.renew`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .._wasmtime.write_back import Mirror
+from ..base import GuestTrap
+from . import _memory
+
+if TYPE_CHECKING:
+    from ._runtime import ComponentInstance
+
+__all__ = ["Kept", "LOCATE", "GROW", "RESEED"]
+
+LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(16)\n"
+          "exchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\ndel _o, _w\n")
+"""Where the guest's memory is: a random word and its address. The console's streams are
+taken first, so that the memory kept after this names them."""
+HEADROOM = 16 << 20
+"""Memory a renewable guest grows by before its baseline, left free: a run that needs no more
+than that is written back (one that grows the memory past it gets a new instance)."""
+GROW = f"import os as _o\n_o.read(0, {HEADROOM})\ndel _o\n"
+"""Grow the memory by `HEADROOM`, no page touched: reading nothing from the console's input
+into a buffer that big takes the memory, and the buffer, freed, leaves it to the allocator."""
+_ROOM_LEFT = 16 << 20
+"""Memory the limit must still leave a guest past its headroom, or it gets none."""
+RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
+"""A renewed guest's own random stream (its memory came back with the last run's): played
+before its next turn's source, in the same turn."""
+
+
+@dataclass
+class Kept:
+    """A guest's memory right after its setup, and what it held open then."""
+
+    memory: _memory.Memory
+    mirror: Mirror
+    fds: frozenset[int]
+
+    @classmethod
+    def take(cls, guest: ComponentInstance) -> Kept | None:
+        """Between turns, right after setup: None where the memory cannot be found."""
+        memory = _find(guest)
+        if memory is not None and memory.size + HEADROOM + _ROOM_LEFT <= guest.memory_bytes:
+            try:
+                _quiet_turn(guest, GROW)
+            except GuestTrap:
+                return None
+            memory = _find(guest)
+        mirror = None if memory is None else \
+            Mirror.capture(memory.address, memory.size, memory.image)
+        if memory is None or mirror is None:
+            return None
+        guest.guard.track()
+        return cls(memory, mirror, frozenset(guest.opened))
+
+    def write_back(self, guest: ComponentInstance) -> bool:
+        """Between turns, after a run: the memory as it was, where nothing of the run
+        outlives that (False, having changed nothing, where something does)."""
+        guard, memory = guest.guard, self.memory
+        if guest.trapped or guard.made or guard.dropped_old or guest.opened != self.fds:
+            return False
+        if _memory.readable(memory.address + memory.size) is not False \
+                or not self.mirror.restore(memory.address, memory.size):
+            return False
+        guard.track()
+        return True
+
+    def close(self) -> None:
+        self.mirror.close()
+
+
+def _find(guest: ComponentInstance) -> _memory.Memory | None:
+    try:
+        asked = _quiet_turn(guest, LOCATE)
+    except GuestTrap:
+        return None
+    word, _, address = (asked or [b""])[0].partition(b" ")
+    if len(asked) != 1 or not address.isdigit():
+        return None
+    return _memory.find(int(address), bytes.fromhex(word.decode()))
+
+
+def _quiet_turn(guest: ComponentInstance, source: str) -> list[bytes]:
+    """A turn of ours: what it asks the host is collected, what it prints dropped."""
+    asked: list[bytes] = []
+
+    def answer(request: bytes) -> bytes:
+        asked.append(request)
+        return b""
+
+    handler, output = guest.handler, guest.output
+    guest.handler, guest.output = answer, None
+    try:
+        guest.turn(source)
+    finally:
+        guest.handler, guest.output = handler, output
+    return asked
