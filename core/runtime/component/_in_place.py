@@ -58,9 +58,10 @@ class Kept:
             except GuestTrap:
                 return None
             memory = _find(guest)
-        mirror = None if memory is None else \
-            Mirror.capture(memory.address, memory.size, memory.image)
-        if memory is None or mirror is None:
+        if memory is None or memory.size > guest.memory_bytes:
+            return None  # no memory can be larger than its limit: what was found is not it
+        mirror = Mirror.capture(memory.address, memory.size, memory.image)
+        if mirror is None:
             return None
         guest.guard.track()
         return cls(memory, mirror, frozenset(guest.opened))
