@@ -33,6 +33,8 @@ than that is written back (one that grows the memory past it gets a new instance
 GROW = f"import os as _o\n_o.read(0, {HEADROOM})\ndel _o\n"
 """Grow the memory by `HEADROOM`, no page touched: reading nothing from the console's input
 into a buffer that big takes the memory, and the buffer, freed, leaves it to the allocator."""
+_GROWN_MORE = 1 << 20
+"""What the allocator may take past `HEADROOM` when it grows the memory for it."""
 _ROOM_LEFT = 16 << 20
 """Memory the limit must still leave a guest past its headroom, or it gets none."""
 RESEED = "import os as _o, random as _r\n_r.seed(_o.urandom(32))\ndel _o, _r\n"
@@ -57,7 +59,7 @@ class Kept:
                 _quiet_turn(guest, GROW)
             except GuestTrap:
                 return None
-            memory = _find(guest)
+            memory = _memory.grown(memory, HEADROOM, HEADROOM + _GROWN_MORE)
         if memory is None or memory.size > guest.memory_bytes:
             return None  # no memory can be larger than its limit: what was found is not it
         mirror = Mirror.capture(memory.address, memory.size, memory.image)

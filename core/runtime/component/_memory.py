@@ -17,10 +17,11 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .._wasmtime.write_back import ImageFile
 
-__all__ = ["Memory", "find", "readable"]
+__all__ = ["Memory", "find", "grown", "readable"]
 
 # PyDLL: the call returns at once, and one that gave the interpreter lock up would wait to
 # take it back from a caller's thread that is busy (the next run's).
@@ -46,15 +47,27 @@ class Memory:
     image: ImageFile
 
 
-@dataclass(frozen=True)
-class _Span:
+class _Span(NamedTuple):
+    """A line of /proc/self/maps, its numbers read only where they are needed."""
+
     start: int
     end: int
     perms: str
-    offset: int
-    device: tuple[int, int]
-    inode: int
-    path: str
+    offset_hex: str
+    device_hex: str
+    inode: bool
+    line: str
+
+    @property
+    def offset(self) -> int:
+        return int(self.offset_hex, 16)
+
+    def file(self) -> tuple[int, int, str]:
+        """(device, inode, path) of the file it maps."""
+        fields = self.line.split(maxsplit=5)
+        major, minor = (int(x, 16) for x in self.device_hex.split(":"))
+        return os.makedev(major, minor), int(fields[4]), \
+            fields[5].strip() if len(fields) > 5 else ""
 
 
 def find(address_of_word: int, word: bytes) -> Memory | None:
@@ -87,6 +100,23 @@ def find(address_of_word: int, word: bytes) -> Memory | None:
     return None
 
 
+def grown(memory: Memory, least: int, most: int) -> Memory | None:
+    """`memory` once the guest has grown it by `least` to `most` bytes: where it ends now,
+    found by asking whether bytes past it can be read (in wasm pages, a dozen asks); None
+    where it did not grow so."""
+    page, end = 1 << 16, memory.address + memory.size
+    low, high = least // page, most // page
+    if readable(end + low * page - 1) is not True or readable(end + high * page) is not False:
+        return None
+    while low < high:  # the last page that can be read, between low and high
+        mid = (low + high + 1) // 2
+        answer = readable(end + mid * page - 1)
+        if answer is None:
+            return None
+        low, high = (mid, high) if answer else (low, mid - 1)
+    return Memory(memory.address, memory.size + low * page, memory.image)
+
+
 def readable(address: int) -> bool | None:
     """Can this process read the byte at `address`? (Past a memory's end it cannot, until
     the guest grows it.) None when it cannot be told (the call is not allowed here)."""
@@ -112,41 +142,40 @@ def _read(address: int, size: int) -> bytes | None:
 def _spans() -> list[_Span]:
     out = []
     with open("/proc/self/maps") as f:
-        for line in f:
-            fields = line.split(maxsplit=5)
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            major, minor = (int(x, 16) for x in fields[3].split(":"))
-            out.append(_Span(start, end, fields[1], int(fields[2], 16), (major, minor),
-                             int(fields[4]), fields[5].strip() if len(fields) > 5 else ""))
+        text = f.read()
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        start, _, end = fields[0].partition("-")
+        out.append(_Span(int(start, 16), int(end, 16), fields[1], fields[2], fields[3],
+                         fields[4] != "0", line))
     return out
 
 
 def _file(span: _Span) -> int | None:
-    key = (os.makedev(*span.device), span.inode)
+    device, inode, path = span.file()
     with _files_lock:
-        if key not in _files:
-            fd = _open(span)
+        if (device, inode) not in _files:
+            fd = _open(device, inode, path)
             if fd is None:
                 return None
-            _files[key] = fd  # for the process's life: a file per compile of the component
-        return _files[key]
+            _files[device, inode] = fd  # for the process's life: one per compile
+        return _files[device, inode]
 
 
-def _open(span: _Span) -> int | None:
-    """A descriptor of the file `span` maps: by its path, or (a memfd has none) among this
-    process's open descriptors."""
-    device = os.makedev(*span.device)
-    candidates = [span.path] if span.path.startswith("/") else []
+def _open(device: int, inode: int, path: str) -> int | None:
+    """A descriptor of the file (`device`, `inode`) at `path`, or (a memfd has no path) among
+    this process's open descriptors."""
+    candidates = [path] if path.startswith("/") else []
     candidates += [str(p) for p in Path("/proc/self/fd").iterdir()]
-    for path in candidates:
+    for candidate in candidates:
         try:  # looked at before it is opened: opening a pipe or a device is not harmless
-            info = os.stat(path)
-            if info.st_ino != span.inode or info.st_dev != device:
+            info = os.stat(candidate)
+            if info.st_ino != inode or info.st_dev != device:
                 continue
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fd = os.open(candidate, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             continue
-        if (os.fstat(fd).st_ino, os.fstat(fd).st_dev) == (span.inode, device):
+        if (os.fstat(fd).st_ino, os.fstat(fd).st_dev) == (inode, device):
             return fd
         os.close(fd)
     return None
