@@ -45,7 +45,7 @@ class Guard:
         """A handle older than `track` was dropped: the memory of that moment names it."""
 
     def track(self) -> None:
-        """From now on, note which handles are made and dropped (see `ComponentInstance.renew`:
+        """From now on, note which handles are made and dropped (see `_in_place.py`: a
         memory written back to this moment must find the handles it names alive, and none
         made since)."""
         self.made, self.dropped_old = set(), False
