@@ -40,9 +40,8 @@ _PM_SCAN_WP_MATTERING, _PM_SCAN_CHECK_WPASYNC = 1, 2
 Region = tuple[int, int]
 """[start, end) byte offsets into the memory."""
 
-# PyDLL: see `page_map.ioctl`.
+# PyDLL: see `page_map`.
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-_ioctl = pagemap.ioctl
 
 
 class Tracker:
@@ -66,7 +65,7 @@ class Tracker:
             return None
         api = (ctypes.c_uint64 * 3)(_UFFD_API, _FEATURES, 0)
         tracker = cls(fd, address, size)
-        if _ioctl(fd, _UFFDIO_API, api) < 0 or api[1] & _FEATURES != _FEATURES \
+        if pagemap.ioctl(fd, _UFFDIO_API, api) < 0 or api[1] & _FEATURES != _FEATURES \
                 or not tracker._register(address, size):
             os.close(fd)
             return None
@@ -77,8 +76,8 @@ class Tracker:
             return True
         reg = (ctypes.c_uint64 * 4)(address, size, _MODE_WP, 0)
         protect = (ctypes.c_uint64 * 3)(address, size, _WP)
-        return _ioctl(self._fd, _UFFDIO_REGISTER, reg) >= 0 \
-            and _ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) >= 0
+        return pagemap.ioctl(self._fd, _UFFDIO_REGISTER, reg) >= 0 \
+            and pagemap.ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) >= 0
 
     def grown(self, size: int) -> bool:
         """The memory grew to `size`: track the new part too (pages written there before
@@ -102,7 +101,7 @@ class Tracker:
         for first, end in self._hot.settle(runs, self.size // PAGE):
             protect = (ctypes.c_uint64 * 3)(self.address + first * PAGE, (end - first) * PAGE,
                                             _WP)
-            if _ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) < 0:
+            if pagemap.ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) < 0:
                 return None
         return regions
 
