@@ -387,7 +387,7 @@ class Worker:
         while not self._exiting:
             command, self._held = self._held, None  # one the last turn left for after it
             if command is None:
-                command = self._commands.get()  # no wasm stack is live while we wait
+                command = self._wait()
             if command.message.get("op") == "exit":
                 return
             if command.message.get("op") == _BETWEEN:
@@ -402,6 +402,15 @@ class Worker:
                 self._deliver()
                 if self.points.due and self._point_wanted():
                     self.points.commit()
+
+    def _wait(self) -> Command:
+        """The next command (no wasm stack is live while we wait); while none waits, the
+        guest's idle moment (`Instance.idle`)."""
+        try:
+            return self._commands.get_nowait()
+        except queue.Empty:
+            self.instance.idle()
+            return self._commands.get()
 
     def _deliver(self) -> None:
         """Give the finished command its result. A turn-based guest's is given once its turn

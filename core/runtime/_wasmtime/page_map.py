@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 
-__all__ = ["PAGE", "PAGE_IS_WRITTEN", "Regions", "ioctl", "private_regions", "runs", "scan",
+__all__ = ["PAGE", "PAGE_IS_FILE", "PAGE_IS_PRESENT", "PAGE_IS_WRITTEN", "Regions", "ioctl", "private_regions", "runs", "scan",
            "scan_fd", "written"]
 
 PAGE = 4096
@@ -62,7 +62,7 @@ def runs(flags: bytes) -> list[tuple[int, int]]:
 
 
 _PAGEMAP_SCAN = 0xC0606610
-PAGE_IS_WRITTEN, _PAGE_IS_FILE, _PAGE_IS_PRESENT, _PAGE_IS_SWAPPED = 1 << 1, 1 << 2, 1 << 3, 1 << 4
+PAGE_IS_WRITTEN, PAGE_IS_FILE, PAGE_IS_PRESENT, _PAGE_IS_SWAPPED = 1 << 1, 1 << 2, 1 << 3, 1 << 4
 """PAGEMAP_SCAN's page categories (written: not write-protected by a userfaultfd)."""
 MAX_REGIONS = 4096
 Regions = ctypes.c_uint64 * (3 * MAX_REGIONS)
@@ -126,8 +126,8 @@ def private_regions(address: int, size: int,
     file's."""
     global _scan_works
     if _scan_works is not False:
-        found = scan(address, size, out, inverted=_PAGE_IS_FILE, mask=_PAGE_IS_FILE,
-                     anyof=_PAGE_IS_PRESENT | _PAGE_IS_SWAPPED)
+        found = scan(address, size, out, inverted=PAGE_IS_FILE, mask=PAGE_IS_FILE,
+                     anyof=PAGE_IS_PRESENT | _PAGE_IS_SWAPPED)
         if found is not None:
             _scan_works = True
             return found

@@ -25,6 +25,7 @@ import weakref
 from dataclasses import dataclass
 
 from . import page_map as pagemap
+from . import userfault
 from .page_map import PAGE
 
 __all__ = ["Baseline", "ImageFile", "Mirror", "capture", "restore"]
@@ -147,6 +148,7 @@ class Mirror:
                           image.fd, image.offset) != at:
                 made.close()
                 return None
+            userfault.register_only(at, image.length)  # a restore reads only what it copies
         for first, end in pagemap.runs(written):
             ctypes.memmove(mirror + first * PAGE, address + first * PAGE, (end - first) * PAGE)
         return made

@@ -21,7 +21,7 @@ from . import _memory
 if TYPE_CHECKING:
     from ._runtime import ComponentInstance
 
-__all__ = ["Kept", "LOCATE", "GROW", "RESEED"]
+__all__ = ["Kept", "LOCATE", "GROW", "RESEED", "locate"]
 
 LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(16)\n"
           "exchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\ndel _o, _w\n")
@@ -53,7 +53,7 @@ class Kept:
     @classmethod
     def take(cls, guest: ComponentInstance) -> Kept | None:
         """Between turns, right after setup: None where the memory cannot be found."""
-        memory = _find(guest)
+        memory = locate(guest)
         if memory is not None and memory.size + HEADROOM + _ROOM_LEFT <= guest.memory_bytes:
             try:
                 _quiet_turn(guest, GROW)
@@ -84,7 +84,9 @@ class Kept:
         self.mirror.close()
 
 
-def _find(guest: ComponentInstance) -> _memory.Memory | None:
+def locate(guest: ComponentInstance) -> _memory.Memory | None:
+    """Between turns: the guest's memory, found by a turn of ours (`LOCATE`); None where it
+    cannot be."""
     try:
         asked = _quiet_turn(guest, LOCATE)
     except GuestTrap:

@@ -15,33 +15,19 @@ Where the kernel lacks either (`Tracker.start` returns None), commits compare wh
 
 from __future__ import annotations
 
-import ctypes
 import os
-import sys
 
 from .._wasmtime import page_map as pagemap
+from .._wasmtime import userfault
 from .._wasmtime.page_map import PAGE
 from ._hot import Hot
 
 __all__ = ["Tracker", "Region"]
 
-_SYS_USERFAULTFD = {"x86_64": 323, "aarch64": 282}
-_UFFD_USER_MODE_ONLY = 1
-_UFFD_API = 0xAA
-_UFFDIO_API = 0xC018AA3F
-_UFFDIO_REGISTER = 0xC020AA00
-_UFFDIO_WRITEPROTECT = 0xC018AA06
-_MODE_WP = 1 << 1
-_WP = 1 << 0
-_FEATURES = (1 << 15) | (1 << 13)
-"""UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED"""
 _PM_SCAN_WP_MATTERING, _PM_SCAN_CHECK_WPASYNC = 1, 2
 
 Region = tuple[int, int]
 """[start, end) byte offsets into the memory."""
-
-# PyDLL: see `page_map`.
-_libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 class Tracker:
@@ -56,28 +42,18 @@ class Tracker:
     def start(cls, address: int, size: int) -> Tracker | None:
         """Track writes to [address, address + size) from now on; None where the kernel
         cannot (every page then counts as written)."""
-        machine = os.uname().machine
-        if _libc is None or machine not in _SYS_USERFAULTFD or pagemap.scan_fd() is None:
+        fd = userfault.open_fd()
+        if fd is None:
             return None
-        fd = int(_libc.syscall(_SYS_USERFAULTFD[machine], os.O_CLOEXEC | os.O_NONBLOCK
-                               | _UFFD_USER_MODE_ONLY))
-        if fd < 0:
-            return None
-        api = (ctypes.c_uint64 * 3)(_UFFD_API, _FEATURES, 0)
         tracker = cls(fd, address, size)
-        if pagemap.ioctl(fd, _UFFDIO_API, api) < 0 or api[1] & _FEATURES != _FEATURES \
-                or not tracker._register(address, size):
+        if not tracker._register(address, size):
             os.close(fd)
             return None
         return tracker
 
     def _register(self, address: int, size: int) -> bool:
-        if size <= 0:
-            return True
-        reg = (ctypes.c_uint64 * 4)(address, size, _MODE_WP, 0)
-        protect = (ctypes.c_uint64 * 3)(address, size, _WP)
-        return pagemap.ioctl(self._fd, _UFFDIO_REGISTER, reg) >= 0 \
-            and pagemap.ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) >= 0
+        return size <= 0 or (userfault.register(self._fd, address, size)
+                             and userfault.protect(self._fd, address, size))
 
     def grown(self, size: int) -> bool:
         """The memory grew to `size`: track the new part too (pages written there before
@@ -99,9 +75,8 @@ class Tracker:
             self._hot.protected_all(runs)
             return regions
         for first, end in self._hot.settle(runs, self.size // PAGE):
-            protect = (ctypes.c_uint64 * 3)(self.address + first * PAGE, (end - first) * PAGE,
-                                            _WP)
-            if pagemap.ioctl(self._fd, _UFFDIO_WRITEPROTECT, protect) < 0:
+            if not userfault.protect(self._fd, self.address + first * PAGE,
+                                     (end - first) * PAGE):
                 return None
         return regions
 
