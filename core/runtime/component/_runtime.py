@@ -189,11 +189,15 @@ class ComponentInstance(WatchedGuest):
         self._kept = Kept.take(self)
         return True
 
-    def idle(self) -> None:
+    def idle(self, untouched: bool) -> None:
         """Once per instance: its start image read one page per fault from now on, and the
         pages its boot mapped sixteen at a time let go (`userfault.one_page_reads`): an idle
-        guest keeps some 2 MB of the image resident instead of 10."""
-        if self._shed or self.trapped:
+        guest keeps some 2 MB of the image resident instead of 10. Only with a memory found
+        while nothing but the host's own code had run in it (the baseline's, or one found
+        now if `untouched`): code of a user's could plant another guest's word and address
+        for `locate` to find, and letting go of pages of a guest that runs meanwhile would
+        lose what it writes there."""
+        if self._shed or self.trapped or (self._kept is None and not untouched):
             return
         self._shed = True
         if self._kept is not None:

@@ -1,13 +1,15 @@
 """An idle default guest keeps resident only the start image's pages it reads: once idle, its
 image is registered with a userfaultfd, which turns the kernel's fault-around off, and the
-pages its boot mapped sixteen at a time are let go (`runtime/_wasmtime/userfault.py`)."""
+pages its boot mapped sixteen at a time are let go (`runtime/_wasmtime/userfault.py`). Only a
+guest found before any code of a user's ran in it (`ComponentInstance.idle`)."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from tooliscode import Limits, Session
+from tooliscode import Limits
+from tooliscode.engine._worker import Worker
 from tooliscode.runtime import runtime_named
 from tooliscode.runtime._wasmtime import userfault
 
@@ -32,8 +34,8 @@ def _mapping(address: int) -> tuple[dict[str, int], set[str]]:
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
-def _shed(session: Session):
-    instance = session._state.worker.instance
+def _shed(worker: Worker):
+    instance = worker.instance
     end = time.monotonic() + 10
     while instance.shed_memory is None and time.monotonic() < end:
         time.sleep(0.01)  # the guest's thread sheds once it waits for a command
@@ -41,16 +43,23 @@ def _shed(session: Session):
     return instance.shed_memory
 
 
+def _cell(worker: Worker, code: str) -> dict:
+    return worker.call({"op": "cell", "code": code})
+
+
 @pytest.fixture(scope="module")
-def session():
-    with Session([], runtime=runtime_named("default"), limits=Limits(timeout_s=20)) as s:
-        yield s
+def worker(tmp_path_factory):
+    made = Worker(runtime_named("default"), tmp_path_factory.mktemp("resident"),
+                  Limits(timeout_s=20))
+    made.between_turns(lambda instance: None)  # boots it; no command of a user's yet
+    yield made
+    made.shutdown()
 
 
-def test_an_idle_guest_reads_its_image_one_page_at_a_time(session):
-    r = session.run("import json\nrows = [{'id': i} for i in range(1000)]\nprint(len(rows))")
-    assert r.ok and r.stdout.strip() == "1000", r.error
-    memory = _shed(session)
+def test_an_idle_guest_reads_its_image_one_page_at_a_time(worker):
+    memory = _shed(worker)  # idle before any cell: found and registered
+    r = _cell(worker, "import json\nrows = [{'id': i} for i in range(1000)]\nprint(len(rows))")
+    assert r["ok"] and r["stdout"]["text"].strip() == "1000", r
     sizes, flags = _mapping(memory.address + memory.image.start)
     assert "uw" in flags  # registered for write protection: no fault-around
     # The image's pages it only read (the others it wrote: private to it). Mapped sixteen
@@ -59,12 +68,24 @@ def test_an_idle_guest_reads_its_image_one_page_at_a_time(session):
     assert read < 3 * 1024, str(sizes)
 
 
-def test_the_pages_let_go_come_back_as_they_were(session):
-    _shed(session)
-    r = session.run("import decimal, statistics\n"
-                    "print(len(rows), rows[-1], json.dumps({'a': [1, 2]}),\n"
-                    "      statistics.mean(r['id'] for r in rows), decimal.Decimal('1.10') * 3)")
-    assert r.ok, r.error
-    assert r.stdout.split(None, 1)[0] == "1000"
-    assert "{'id': 999}" in r.stdout and '{"a": [1, 2]}' in r.stdout
-    assert r.stdout.split()[-2:] == ["499.5", "3.30"]
+def test_the_pages_let_go_come_back_as_they_were(worker):
+    r = _cell(worker, "import decimal, statistics\n"
+              "print(len(rows), rows[-1], json.dumps({'a': [1, 2]}),\n"
+              "      statistics.mean(r['id'] for r in rows), decimal.Decimal('1.10') * 3)")
+    assert r["ok"], r
+    out = r["stdout"]["text"]
+    assert out.split(None, 1)[0] == "1000"
+    assert "{'id': 999}" in out and '{"a": [1, 2]}' in out
+    assert out.split()[-2:] == ["499.5", "3.30"]
+
+
+def test_a_guest_that_ran_a_users_code_first_is_not_looked_for(tmp_path):
+    """Its word and address would be the cell's to make up: it keeps what it mapped."""
+    fresh = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20))
+    try:
+        assert _cell(fresh, "x = 1")["ok"]  # its first command: the thread finds it waiting
+        time.sleep(0.2)  # its idle moment has come and gone
+        assert fresh.instance.shed_memory is None
+        assert not fresh.instance._shed
+    finally:
+        fresh.shutdown()
