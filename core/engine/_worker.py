@@ -169,8 +169,6 @@ class Worker:
         """A turn-based guest's command that reported, until its turn has ended (see
         `_deliver`)."""
         self._exiting = False
-        self._untouched = True
-        """Nothing but the host's own commands (a warm-up) was handed to the guest yet."""
         self._turns = runtime.turn_based
         self._baked = runtime.baked_guest
         check_memory(runtime, limits)
@@ -411,7 +409,7 @@ class Worker:
         try:
             return self._commands.get_nowait()
         except queue.Empty:
-            self.instance.idle(self._untouched)
+            self.instance.idle()
             return self._commands.get()
 
     def _deliver(self) -> None:
@@ -548,8 +546,6 @@ class Worker:
             return {"op": "yield"}
         self._deliver()  # this turn goes on with the next command
         self._current = command
-        if command.message.get("op") != "warm":
-            self._untouched = False
         if command.before is not None:
             command.before()
         if command.message.get("op") == "cell":

@@ -176,10 +176,9 @@ class Instance(ABC):
     # -- optional capabilities: what only some runtimes can do. The defaults say "not
     # supported", so callers ask the instance instead of probing for attributes.
 
-    def idle(self, untouched: bool) -> None:  # noqa: B027 - optional hook
+    def idle(self) -> None:  # noqa: B027 - optional hook
         """From the guest's thread, between turns, when no command waits: a moment for work
-        that can wait (giving back memory its start left resident). `untouched`: nothing
-        but the host's own commands (a warm-up) has run in the guest yet. Returns soon."""
+        that can wait (giving back memory its start left resident). Returns soon."""
 
     @property
     def commits(self) -> bool:

@@ -11,6 +11,7 @@ Otherwise the instance starts its component again (`ComponentInstance.renew`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,15 @@ from . import _memory
 if TYPE_CHECKING:
     from ._runtime import ComponentInstance
 
-__all__ = ["Kept", "LOCATE", "GROW", "RESEED", "locate"]
+__all__ = ["Kept", "FIND", "LOCATE", "GROW", "RESEED", "locate"]
 
-LOCATE = ("import os as _o\n_o.write(1, b''); _o.write(2, b'')\n_w = _o.urandom(16)\n"
-          "exchange(_w.hex().encode() + b' ' + str(id(_w)).encode())\ndel _o, _w\n")
-"""Where the guest's memory is: a random word and its address. The console's streams are
-taken first, so that the memory kept after this names them."""
+FIND = "_w = exchange(b'')\nexchange(str(id(_w)).encode())\ndel _w\n"
+"""Where the guest's memory is: the address of the word the host answers it (`locate`). Only
+the app module's own names: a cell may have changed any module, and its code must not run
+in a turn of ours."""
+LOCATE = "import os as _o\n_o.write(1, b''); _o.write(2, b'')\ndel _o\n" + FIND
+"""`FIND` right after setup, the console's streams taken first, so that the memory kept
+after this names them."""
 HEADROOM = 16 << 20
 """Memory a renewable guest grows by before its baseline, left free: a run that needs no more
 than that is written back (one that grows the memory past it gets a new instance)."""
@@ -53,7 +57,7 @@ class Kept:
     @classmethod
     def take(cls, guest: ComponentInstance) -> Kept | None:
         """Between turns, right after setup: None where the memory cannot be found."""
-        memory = locate(guest)
+        memory = locate(guest, LOCATE)
         if memory is not None and memory.size + HEADROOM + _ROOM_LEFT <= guest.memory_bytes:
             try:
                 _quiet_turn(guest, GROW)
@@ -84,26 +88,29 @@ class Kept:
         self.mirror.close()
 
 
-def locate(guest: ComponentInstance) -> _memory.Memory | None:
-    """Between turns: the guest's memory, found by a turn of ours (`LOCATE`); None where it
-    cannot be."""
+def locate(guest: ComponentInstance, source: str = FIND) -> _memory.Memory | None:
+    """Between turns: the guest's memory, found by a turn of ours (`FIND`, or `LOCATE`); None
+    where it cannot be. The word is the host's, new each time and given only to this guest,
+    in a turn that reaches no tool: whatever a cell did to the guest, it can name no other
+    guest's memory (which the host then writes to), only fail to name its own."""
+    word = b"w" + os.urandom(15)  # not a NUL first: that begins a big answer's size
     try:
-        asked = _quiet_turn(guest, LOCATE)
+        asked = _quiet_turn(guest, source, first=word)
     except GuestTrap:
         return None
-    word, _, address = (asked or [b""])[0].partition(b" ")
-    if len(asked) != 1 or not address.isdigit():
+    if len(asked) != 2 or not asked[1].isdigit():
         return None
-    return _memory.find(int(address), bytes.fromhex(word.decode()))
+    return _memory.find(int(asked[1]), word)
 
 
-def _quiet_turn(guest: ComponentInstance, source: str) -> list[bytes]:
-    """A turn of ours: what it asks the host is collected, what it prints dropped."""
+def _quiet_turn(guest: ComponentInstance, source: str, first: bytes = b"") -> list[bytes]:
+    """A turn of ours: what it asks the host is collected (the first request answered with
+    `first`, the others with nothing, no tool reached), what it prints dropped."""
     asked: list[bytes] = []
 
     def answer(request: bytes) -> bytes:
         asked.append(request)
-        return b""
+        return first if len(asked) == 1 else b""
 
     handler, output = guest.handler, guest.output
     guest.handler, guest.output = answer, None

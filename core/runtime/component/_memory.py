@@ -72,13 +72,14 @@ class _Span(NamedTuple):
 
 def find(address_of_word: int, word: bytes) -> Memory | None:
     """The memory in which the object at the guest's linear address `address_of_word` holds
-    `word` (a random one: it can be nowhere else), or None."""
+    `word` (a random one: it can be nowhere else), or None, also where two do."""
     if _libc is None:
         return None
     try:
         spans = _spans()
     except OSError:
         return None
+    found: tuple[int, int, _Span] | None = None
     for k, span in enumerate(spans):
         if span.perms != "rw-p" or not span.inode:
             continue  # the image is a private read-write mapping of a file
@@ -94,10 +95,15 @@ def find(address_of_word: int, word: bytes) -> Memory | None:
         # Read safely: another guest's memory may be unmapped meanwhile by its closing.
         if at + _WINDOW > end or word not in (_read(at, _WINDOW) or b""):
             continue
-        fd = _file(span)
-        return None if fd is None else Memory(start, end - start, ImageFile(
-            fd, span.offset, span.end - span.start, span.start - start))
-    return None
+        if found is not None:
+            return None  # the word is the host's and this guest's alone: trust neither
+        found = (start, end, span)
+    if found is None:
+        return None
+    start, end, span = found
+    fd = _file(span)
+    return None if fd is None else Memory(start, end - start, ImageFile(
+        fd, span.offset, span.end - span.start, span.start - start))
 
 
 def grown(memory: Memory, least: int, most: int) -> Memory | None:

@@ -34,7 +34,7 @@ from ..base import GUEST_DIR, GuestSpec, GuestTrap
 from . import _host, _memory
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
-from ._in_place import GROW, LOCATE, RESEED, Kept, locate
+from ._in_place import FIND, GROW, LOCATE, RESEED, Kept, locate
 from ._interpose import CONSOLE_IMPORT, GUARD_IMPORT
 
 __all__ = ["ComponentInstance", "ComponentRuntime"]
@@ -46,6 +46,8 @@ WASM_STACK = 32 << 20
 CPython's own check says so, not as a wasm stack overflow first."""
 THREAD_STACK = 2 * WASM_STACK
 """The guest's thread runs the wasm frames and the host's own below them."""
+_FIND_S = 2.0
+"""How long `idle`'s turn may take: a few dozen microseconds, unless a cell broke it."""
 _FLAGS = f"component,epoch_interruption,max_wasm_stack={WASM_STACK}"
 _SCRIPT_TURNS = 4
 """A baseline comes after the boot and the setup (a turn each): past a few turns none is
@@ -189,21 +191,18 @@ class ComponentInstance(WatchedGuest):
         self._kept = Kept.take(self)
         return True
 
-    def idle(self, untouched: bool) -> None:
+    def idle(self) -> None:
         """Once per instance: its start image read one page per fault from now on, and the
         pages its boot mapped sixteen at a time let go (`userfault.one_page_reads`): an idle
-        guest keeps some 2 MB of the image resident instead of 10. Only with a memory found
-        while nothing but the host's own code had run in it (the baseline's, or one found
-        now if `untouched`): code of a user's could plant another guest's word and address
-        for `locate` to find, and letting go of pages of a guest that runs meanwhile would
-        lose what it writes there."""
-        if self._shed or self.trapped or (self._kept is None and not untouched):
+        guest keeps some 2 MB of the image resident instead of 10."""
+        if self._shed or self.trapped:
             return
         self._shed = True
         if self._kept is not None:
             memory: _memory.Memory | None = self._kept.memory
         else:
             script, self.script = self.script, None  # our turn, not one to play again
+            self.arm(_FIND_S)  # a cell may have broken what the turn uses: bounded
             try:
                 memory = locate(self)
             finally:
@@ -272,7 +271,7 @@ class ComponentRuntime(WatchedRuntime):
                 return
             script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
             serve = warm.get("serve") or ""
-            script["turns"] = [boot_source, serve, LOCATE, GROW, RESEED + serve]
+            script["turns"] = [boot_source, serve, LOCATE, FIND, GROW, RESEED + serve]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply

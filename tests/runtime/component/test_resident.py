@@ -79,13 +79,39 @@ def test_the_pages_let_go_come_back_as_they_were(worker):
     assert out.split()[-2:] == ["499.5", "3.30"]
 
 
-def test_a_guest_that_ran_a_users_code_first_is_not_looked_for(tmp_path):
-    """Its word and address would be the cell's to make up: it keeps what it mapped."""
+def test_a_guest_that_ran_a_cell_first_is_found_at_its_first_idle_moment(tmp_path):
     fresh = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20))
     try:
-        assert _cell(fresh, "x = 1")["ok"]  # its first command: the thread finds it waiting
-        time.sleep(0.2)  # its idle moment has come and gone
-        assert fresh.instance.shed_memory is None
-        assert not fresh.instance._shed
+        assert _cell(fresh, "x = 41")["ok"]  # its first command: its thread finds it waiting
+        _shed(fresh)
+        r = _cell(fresh, "print(x + 1)")
+        assert r["ok"] and r["stdout"]["text"] == "42\n", r
     finally:
         fresh.shutdown()
+
+
+BREAK_EXCHANGE = """
+import sys
+_app = sys.modules["tooliscode_sandbox"]._namespace
+_real = _app["exchange"]
+def _lying(request, _real=_real):
+    if request == b"":
+        return _real(request)  # the host's word: kept to itself
+    return _real(str(id(None)).encode())  # an address every guest has the same thing at
+_app["exchange"] = _lying
+"""
+
+
+def test_a_cell_cannot_point_the_host_at_other_memory(tmp_path):
+    """The word is the host's, new each time, and given to this guest alone in a turn that
+    reaches no tool: a cell that answers for the guest can only fail to be found."""
+    liar = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20))
+    try:
+        assert _cell(liar, BREAK_EXCHANGE)["ok"]
+        time.sleep(0.3)  # its idle moment came and went
+        assert liar.instance._shed and liar.instance.shed_memory is None
+        assert not liar.instance.trapped
+        r = _cell(liar, "print(_real is not None)")
+        assert r["ok"] and r["stdout"]["text"] == "True\n", r
+    finally:
+        liar.shutdown()
