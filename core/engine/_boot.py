@@ -13,7 +13,7 @@ from ..guest import guest_sources
 from ..runtime import GUEST_DIR
 from . import _warmup as warmup
 
-__all__ = ["BAKED_BOOT", "BOOT_SOURCE", "SERVE", "boot_answer", "boot_reply"]
+__all__ = ["BAKED_BOOT", "BOOT_SOURCE", "SERVE", "SERVE_ANSWERED", "boot_answer", "boot_reply"]
 
 BOOT_SOURCE = '''
 import sys, marshal
@@ -54,6 +54,9 @@ tooliscode_guest.main.main(exchange, _boot)
 '''
 SERVE = "tooliscode_guest.main.serve()"
 """One turn of a turn-based guest (`tooliscode_guest` is bound by `BOOT_SOURCE`)."""
+SERVE_ANSWERED = "tooliscode_guest.main.serve(_answer)"
+"""`SERVE` for an instance that takes the answer to the guest's first request ("ready") with
+the turn's source, as `_answer` (`Instance.first_answer_limit`)."""
 BAKED_BOOT = f"tooliscode_guest.main.attach(exchange, {GUEST_DIR!r})"
 """The boot of a guest whose runtime has the guest package built in and prepared (see
 `Runtime.baked_guest`): it only needs its host and its folder."""
@@ -66,7 +69,7 @@ def boot_answer(code: bytes | None, turns: bool, baked: bool = False) -> dict[st
     if baked:
         return {"modules": [], "code": None, "cwd": GUEST_DIR, "turns": turns, "warm": None}
     return {"modules": guest_sources(), "code": code, "cwd": GUEST_DIR, "turns": turns,
-            "warm": warmup.script(SERVE) if turns else None}
+            "warm": warmup.script(SERVE, SERVE_ANSWERED) if turns else None}
 
 
 def boot_reply(code: bytes | None, turns: bool) -> bytes:

@@ -51,7 +51,7 @@ def rehearsal() -> dict[str, Any]:
                          *({"op": "cell", "code": code} for code in _CELLS)]}
 
 
-def script(serve: str) -> dict[str, Any]:
-    """The warm-up session for a start image: `serve` runs one turn of the command loop,
-    and `forget` is run after it."""
-    return {"serve": serve, "forget": _FORGET, **rehearsal()}
+def script(serve: str, serve_answered: str = "") -> dict[str, Any]:
+    """The warm-up session for a start image: `serve` runs one turn of the command loop
+    (`serve_answered` one given its first answer), and `forget` is run after it."""
+    return {"serve": serve, "serve_answered": serve_answered, "forget": _FORGET, **rehearsal()}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..runtime import GuestSpec, GuestTrap, Runtime
-from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, boot_answer, boot_reply
+from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, SERVE_ANSWERED, boot_answer, boot_reply
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
@@ -169,6 +169,8 @@ class Worker:
         """A turn-based guest's command that reported, until its turn has ended (see
         `_deliver`)."""
         self._exiting = False
+        self._ready: dict[str, Any] | None = None
+        """The answer to the guest's "ready" taken before its turn (see `_turn`)."""
         self._turns = runtime.turn_based
         self._baked = runtime.baked_guest
         check_memory(runtime, limits)
@@ -397,11 +399,27 @@ class Worker:
                 continue
             self._held = command
             try:
-                self.instance.turn(SERVE)
+                self._turn()
             finally:
                 self._deliver()
                 if self.points.due and self._point_wanted():
                     self.points.commit()
+
+    def _turn(self) -> None:
+        """One turn of the command loop. Where the instance can, the guest's first request
+        ("ready") is answered with the turn's source: one crossing fewer per cell."""
+        limit = self.instance.first_answer_limit
+        if limit:
+            ready = self._next(None)  # what "ready" is answered
+            try:
+                first = marshal.dumps(ready)
+            except (ValueError, TypeError):
+                first = b""
+            if 0 < len(first) <= limit:
+                self.instance.turn(SERVE_ANSWERED, first)
+                return
+            self._ready = ready  # too big to go with the source: it asks for it
+        self.instance.turn(SERVE)
 
     def _wait(self) -> Command:
         """The next command (no wasm stack is live while we wait); while none waits, the
@@ -504,6 +522,9 @@ class Worker:
 
     def _dispatch(self, msg: dict[str, Any]) -> Any:
         op = msg["op"]
+        if op == "ready" and self._ready is not None:
+            ready, self._ready = self._ready, None
+            return ready
         if op in ("ready", "done"):
             return self._next(msg.get("result") if op == "done" else None)
         if op == "boot":

@@ -76,6 +76,11 @@ def request_encoded(frame: bytes) -> Any:
         raw = exchange(frame)
     except OSError as exc:
         raise ChannelError(f"the host channel failed: {exc}") from None
+    return decode(raw)
+
+
+def decode(raw: bytes) -> Any:
+    """An answer of the host's, as it sent it."""
     try:
         return marshal.loads(raw)
     except (EOFError, ValueError, TypeError) as exc:

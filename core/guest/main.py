@@ -189,11 +189,12 @@ def attach(exchange: Any, cwd: str | None) -> None:
         sys.path.insert(0, cwd)
 
 
-def serve() -> None:
-    """Take commands until the host answers "exit" or, on a turn-based runtime, "yield"."""
+def serve(first: bytes | None = None) -> None:
+    """Take commands until the host answers "exit" or, on a turn-based runtime, "yield".
+    `first`: the host's answer to "ready", where the turn brought it."""
     if _loop is None:
         raise RuntimeError("tooliscode_guest.main.start was not called")
-    _loop.serve()
+    _loop.serve(first)
 
 
 class _Loop:
@@ -204,8 +205,8 @@ class _Loop:
         self.oom_frame = channel.encode({"op": "done", "result": _OOM_RESULT})
         self.reserve: bytearray | None = bytearray(_RESERVE_BYTES)
 
-    def serve(self) -> None:
-        reply = channel.request({"op": "ready"})
+    def serve(self, first: bytes | None = None) -> None:
+        reply = channel.request({"op": "ready"}) if first is None else channel.decode(first)
         while reply.get("op") not in ("exit", "yield"):
             try:
                 result = self.guest.handle(reply)  # read each time: a warm-up replaces it

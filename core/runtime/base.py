@@ -120,8 +120,13 @@ class Instance(ABC):
         Raises `GuestTrap` when the guest trapped, exited or was stopped.
         """
 
-    def turn(self, source: str) -> None:
-        """Run `source` in the booted guest until it returns (turn-based instances only).
+    first_answer_limit: int = 0
+    """Most bytes `turn` can give the guest with its source as the answer to its first
+    request (one crossing fewer per turn); 0 where it cannot."""
+
+    def turn(self, source: str, first: bytes | None = None) -> None:
+        """Run `source` in the booted guest until it returns (turn-based instances only);
+        `first`, at most `first_answer_limit` bytes, answers its first request.
 
         Raises `GuestTrap` like `run`."""
         raise NotImplementedError(f"{type(self).__name__} is not turn-based")

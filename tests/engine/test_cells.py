@@ -129,3 +129,15 @@ def test_cells_are_fast_enough_to_be_interactive(session):
     for _ in range(20):
         assert session.run("x = 1").ok
     assert time.perf_counter() - start < 60  # only catches a hang: speed is for benchmarks/
+
+
+def test_a_cell_too_big_to_go_with_its_turn_is_asked_for(session):
+    """A cell crosses with the turn's source where the runtime takes it (one crossing fewer),
+    up to `first_answer_limit` bytes; a bigger one the guest asks for, as before."""
+    rows = "\n".join(f"v{i} = {i} * 2 + len('{'é' * 20}')" for i in range(4000))
+    assert len(rows.encode()) > 1 << 16
+    r = session.run(rows + "\nprint(v3999, 'é' * 3)")
+    assert r.ok, r.error
+    assert r.stdout == "8018 ééé\n"
+    small = session.run("print(v0 + 1, 'é€')")  # bytes past ASCII in what crosses
+    assert small.ok and small.stdout == "21 é€\n", small.error

@@ -112,12 +112,17 @@ gc.freeze()  # what the image holds is never collected: its pages stay shared
 class WitWorld(wit_world.WitWorld):
     def turn(self, source: str) -> int:
         try:
+            source, given, answer = source.partition("\\0")
+            if given:  # the answer to its first request, given with the source
+                _namespace["_answer"] = answer.encode("latin-1")
             code = _compiled.get(source)
             if code is None:
                 code = compile(source, "<tooliscode>", "exec")
                 if len(_compiled) < 16:
                     _compiled[source] = code
             exec(code, _namespace)
+            if given:
+                del _namespace["_answer"]
             return 0
         except BaseException:  # an escaping exception would trap the whole guest
             try:

@@ -76,6 +76,9 @@ class ComponentInstance(WatchedGuest):
     """One guest: an instance of the component in its own store."""
 
     _rt: ComponentRuntime
+    first_answer_limit = 1 << 16
+    """A cell's code up to this size crosses with the turn; a bigger one is asked for, where
+    the app module makes room for it first."""
 
     def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
                  stdlib_writable: bool = False):
@@ -120,7 +123,9 @@ class ComponentInstance(WatchedGuest):
         """Boot: the boot code's turn (it asks the host for its setup and returns)."""
         self.turn(self._spec.boot_source)
 
-    def turn(self, source: str) -> None:
+    def turn(self, source: str, first: bytes | None = None) -> None:
+        if first is not None:  # the app module's `turn` splits it off (see `_app.py`)
+            source += "\0" + first.decode("latin-1")
         if self._prefix:
             source, self._prefix = self._prefix + source, ""
         if self.script is not None:
@@ -270,8 +275,9 @@ class ComponentRuntime(WatchedRuntime):
             if self._boot_seen == boot_reply:
                 return
             script = {k: warm.get(k) for k in ("commands", "answer", "expected")}
-            serve = warm.get("serve") or ""
-            script["turns"] = [boot_source, serve, LOCATE, FIND, GROW, RESEED + serve]
+            serve, answered = warm.get("serve") or "", warm.get("serve_answered") or ""
+            script["turns"] = [boot_source, serve, answered, LOCATE, FIND, GROW, RESEED + serve,
+                               RESEED + answered]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
             self._boot_seen = boot_reply

@@ -263,7 +263,8 @@ class DataInstance(WasmtimeInstance):
         else:
             self.turn(self._boot)
 
-    def turn(self, source: str) -> None:
+    def turn(self, source: str, first: bytes | None = None) -> None:
+        assert first is None, "a data guest asks for its first answer"
         data = (self._prefix + source).encode() if self._prefix else source.encode()
         self._prefix = ""
         where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
