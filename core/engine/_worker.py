@@ -35,6 +35,8 @@ log = logging.getLogger("tooliscode")
 _RAW_OUTPUT_LIMIT = 64 * 1024
 MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
+IDLE_AFTER_S = 0.1
+"""How long a guest waits for a command before its idle work is done (see `_wait`)."""
 _BETWEEN = "between-turns"
 STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
                  "so its memory may be damaged: it is replaced before the next cell.")
@@ -422,13 +424,16 @@ class Worker:
         self.instance.turn(SERVE)
 
     def _wait(self) -> Command:
-        """The next command (no wasm stack is live while we wait); while none waits, the
-        guest's idle moment (`Instance.idle`)."""
-        try:
-            return self._commands.get_nowait()
-        except queue.Empty:
-            self.instance.idle()
-            return self._commands.get()
+        """The next command (no wasm stack is live while we wait). Where the instance has
+        work for an idle moment (`Instance.idle`), it is done once no command has come for
+        `IDLE_AFTER_S`: a command that comes sooner (cells run one after another, a session
+        closed at once) does not wait for it."""
+        if self.instance.idle_work:
+            try:
+                return self._commands.get(timeout=IDLE_AFTER_S)
+            except queue.Empty:
+                self.instance.idle()
+        return self._commands.get()
 
     def _deliver(self) -> None:
         """Give the finished command its result. A turn-based guest's is given once its turn

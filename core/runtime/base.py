@@ -181,9 +181,14 @@ class Instance(ABC):
     # -- optional capabilities: what only some runtimes can do. The defaults say "not
     # supported", so callers ask the instance instead of probing for attributes.
 
+    @property
+    def idle_work(self) -> bool:
+        """Whether `idle` has work to do."""
+        return False
+
     def idle(self) -> None:  # noqa: B027 - optional hook
-        """From the guest's thread, between turns, when no command waits: a moment for work
-        that can wait (giving back memory its start left resident). Returns soon."""
+        """From the guest's thread, between turns, once it has waited a while for a command:
+        work that can wait (giving back memory its start left resident). Returns soon."""
 
     @property
     def commits(self) -> bool:

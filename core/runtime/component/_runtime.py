@@ -196,6 +196,10 @@ class ComponentInstance(WatchedGuest):
         self._kept = Kept.take(self)
         return True
 
+    @property
+    def idle_work(self) -> bool:
+        return not self._shed and not self.trapped
+
     def idle(self) -> None:
         """Once per instance: its start image read one page per fault from now on, and the
         pages its boot mapped sixteen at a time let go (`userfault.one_page_reads`): an idle
