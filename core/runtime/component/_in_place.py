@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["Kept", "FIND", "LOCATE", "GROW", "RESEED", "locate"]
 
 FIND = "_w = exchange(b'')\nexchange(str(id(_w)).encode())\ndel _w\n"
-"""Where the guest's memory is: the address of the word the host answers it (`locate`). Only
-the app module's own names: a cell may have changed any module, and its code must not run
-in a turn of ours."""
+"""Where the guest's memory is: the address of the word the host answers it (`locate`). No
+module of the guest's is used (a cell may have changed any): what a cell changed can only
+make this turn fail or name a wrong address, where the word is not."""
 LOCATE = "import os as _o\n_o.write(1, b''); _o.write(2, b'')\ndel _o\n" + FIND
 """`FIND` right after setup, the console's streams taken first, so that the memory kept
 after this names them."""
