@@ -59,6 +59,24 @@ def test_private_regions_are_the_written_pages(memory, monkeypatch, scan):
                      (15 * PAGE, 16 * PAGE)]
 
 
+def test_a_forked_child_reads_its_own_page_map(memory):
+    """The page map is opened once per process: a child's inherited descriptor would read
+    its parent's page tables (where the child's writes are not)."""
+    address, mapping, _ = memory
+    if page_map.private_regions(address, PAGES * PAGE, page_map.Regions()) is None:
+        pytest.skip("no page map here")
+    pid = os.fork()
+    if pid == 0:  # the child: only what it wrote is written
+        try:
+            mapping[5 * PAGE] = 9
+            found = page_map.private_regions(address, PAGES * PAGE, page_map.Regions())
+            os._exit(0 if found == [(5 * PAGE, 6 * PAGE)] else 1)
+        except BaseException:  # noqa: BLE001 - the child must never return into pytest
+            os._exit(2)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert page_map.private_regions(address, PAGES * PAGE, page_map.Regions()) == []
+
+
 def test_restore_brings_back_the_baseline_and_the_image(memory):
     address, mapping, image = memory
     for page, word in ((2, b"base"), (6, b"six!"), (7, b"7777"), (13, b"past")):

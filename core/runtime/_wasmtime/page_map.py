@@ -73,6 +73,8 @@ Regions = ctypes.c_uint64 * (3 * MAX_REGIONS)
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _lock = threading.Lock()
 _pagemap: int | None = None
+_pagemap_pid = 0
+"""The process `_pagemap` was opened in: a forked child's inherited one is its parent's."""
 _scan_works: bool | None = None
 
 
@@ -83,9 +85,10 @@ def ioctl(fd: int, request: int, arg: ctypes.Array) -> int:
 
 def scan_fd() -> int | None:
     """/proc/self/pagemap, opened once per process (None where there is none)."""
-    global _pagemap
+    global _pagemap, _pagemap_pid
     with _lock:
-        if _pagemap is None:
+        if _pagemap is None or _pagemap_pid != os.getpid():
+            _pagemap_pid = os.getpid()
             try:
                 _pagemap = os.open(_PAGEMAP, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:

@@ -36,7 +36,9 @@ _FEATURES = (1 << 15) | (1 << 13)
 _MADV_DONTNEED = 4
 # PyDLL: see `page_map`.
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-_shared: int | None = None
+_shared: tuple[int, int] | None = None
+"""(process, descriptor): a userfaultfd acts on the memory of the process that made it, so a
+forked child makes its own."""
 _shared_lock = threading.Lock()
 
 
@@ -78,9 +80,10 @@ def register_only(address: int, size: int) -> bool:
     registration ends with it). False where it cannot be."""
     global _shared
     with _shared_lock:
-        if _shared is None:
-            _shared = open_fd() or -1
-        fd = _shared
+        if _shared is None or _shared[0] != os.getpid():
+            made = open_fd()
+            _shared = (os.getpid(), -1 if made is None else made)
+        fd = _shared[1]
     return fd >= 0 and register(fd, address, size)
 
 
