@@ -94,10 +94,6 @@ class ComponentInstance(WatchedGuest):
         """The memory right after setup, when it can be found: what `renew` writes back."""
         self._prefix = ""
         """Source the next turn plays first (`RESEED` after a write-back)."""
-        self._shed = False
-        """Whether `idle` has run on this instance."""
-        self.shed_memory: _memory.Memory | None = None
-        """The memory `idle` found and registered, if any."""
         self._start()
 
     def _start(self) -> None:
@@ -117,7 +113,10 @@ class ComponentInstance(WatchedGuest):
         if func is None:
             raise RuntimeError("the sandbox component exports no turn function")
         self._turn = _host.Turn(self._store, func)
-        self._shed, self.shed_memory = False, None
+        self._shed = False
+        """Whether `idle` has run on this instance."""
+        self.shed_memory: _memory.Memory | None = None
+        """The memory `idle` found and registered, if any."""
 
     def run(self) -> None:
         """Boot: the boot code's turn (it asks the host for its setup and returns)."""
