@@ -76,14 +76,15 @@ def _ends_like_tail(compiled: Any) -> bool:
     return True
 
 
-def _may_end_in_expression(compiled: Any, code: str) -> bool:
+def _may_end_in_expression(compiled: Any, code: str, ends: bool) -> bool:
     """Cheap test on the bytecode: could the last statement be an expression? Only then is
-    the cell parsed again to keep that expression's value (most cells end otherwise)."""
+    the cell parsed again to keep that expression's value (most cells end otherwise).
+    `ends`: whether it `_ends_like_tail`, as the caller found."""
     if _TAIL is None:  # an interpreter whose bytecode we do not know: always check
         return True
     if compiled.co_exceptiontable:  # handlers are laid out after the end: the tail says nothing
         return True
-    if _ends_like_tail(compiled):
+    if ends:
         return True
     last = code.rstrip().rpartition("\n")[2]
     return last[:1] not in (" ", "\t") and last.startswith(_LITERAL_START)  # a bare constant
@@ -191,10 +192,11 @@ class CellRunner:
     def _execute(self, code: str, filename: str) -> Any:
         compiled = compile(code, filename, "exec", flags=_FLAGS, dont_inherit=True)
         is_async = bool(compiled.co_flags & _CO_COROUTINE)
-        patched = None if is_async else _value_kept_in_bytecode(compiled)
+        ends = not is_async and _ends_like_tail(compiled)  # most cells do not: tested once
+        patched = _value_kept_in_bytecode(compiled) if ends else None
         if patched is not None:
             compiled = patched
-        elif is_async or _may_end_in_expression(compiled, code):
+        elif is_async or _may_end_in_expression(compiled, code, ends):
             compiled = _compile_keeping_value(code, filename)
         self.ns.pop(_VALUE, None)
         if is_async:

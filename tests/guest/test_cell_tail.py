@@ -38,4 +38,5 @@ def test_anything_else_is_left_to_the_slow_sure_path(code):
 
 def test_a_cell_that_cannot_end_in_a_value_is_not_parsed_again():
     compiled = compile("x = 1\ny = x", "<cell>", "exec", dont_inherit=True)
-    assert not cells._may_end_in_expression(compiled, "x = 1\ny = x")
+    assert not cells._may_end_in_expression(compiled, "x = 1\ny = x",
+                                            cells._ends_like_tail(compiled))
