@@ -75,7 +75,20 @@ class Points:
         if self._instance.commits:
             self.due = True
             return None
+        told = result.get("point") if op == "cell" and isinstance(result, dict) else None
+        if told == "empty":  # no variables: nothing to come back to but an empty namespace
+            self._set(None, None)
+            return None
+        if told == "same" and isinstance(self.point, Checkpoint):
+            return None  # the point holds this state already (see `mark`)
         return {"op": _CHECKPOINT}  # a new one each time: a message is the guest's to read
+
+    def mark(self, message: dict[str, Any]) -> None:
+        """A cell's `message`, as it is handed to the guest: where a checkpoint would follow
+        the cell, the guest is asked to say with its result when none is needed (it has no
+        variables, or the ones the last checkpoint took): one exchange fewer per such cell."""
+        if not self._instance.commits and self._limits().rollback_bytes != 0:
+            message["point"] = True
 
     def commit(self) -> None:
         """Between turns: the interpreter as the point."""

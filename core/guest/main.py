@@ -63,12 +63,10 @@ class Guest:
         """Save the variables into `path` (a file in the session folder), or load them; or
         ("checkpoint") hand them to the host, the point a stopped cell's session comes back
         to."""
-        from . import persist
-
         ns, helpers = self.runner.ns, self.runner.helpers
+        persist = _persist()
         if op != "restore":
-            names = sorted(k for k in ns.keys() - self.runner.baseline
-                           if type(k) is str and not k.startswith("__"))
+            names = self._kept_names()
             if op == "checkpoint":
                 if not names:
                     return {"ok": True, "empty": True}
@@ -86,18 +84,32 @@ class Guest:
             failed = persist.load(f.read(), ns, helpers)
         return {"ok": True, "failed": failed, "names": self.runner.user_names()}
 
+    def _kept_names(self) -> list[str]:
+        """The names a checkpoint or a snapshot keeps."""
+        return sorted(k for k in self.runner.ns.keys() - self.runner.baseline
+                      if type(k) is str and not k.startswith("__"))
+
+    def _point_after(self) -> str | None:
+        """After a cell whose host keeps checkpoints: "same" when the variables hold what
+        the last checkpoint took (`persist.unchanged_since`), "empty" when there are none.
+        Either way no checkpoint need follow, and the exchange that would ask for it is
+        saved. Only a checkpoint sets what is compared against."""
+        names = self._kept_names()
+        if not names:
+            return "empty"
+        return "same" if _persist().unchanged_since(self.runner.ns, names, self.kept)[1] \
+            else None
+
     def rebind(self, msg: dict[str, Any]) -> dict[str, Any]:
         """After an exact restore: the new session's tools and limits, as "setup" gives them,
         but the cells' variables stay (setup clears them). Open files are named: their
         descriptors stayed with the old process."""
-        from . import persist
-
         runner, setup = self.runner, {**msg, "op": "setup"}
         kept = {k: runner.ns[k] for k in runner.ns.keys() - runner.baseline}
         if setup != self.setup_msg:  # else its tools and limits are these already
             self.handle(setup)
             runner.ns.update(kept)
-        return {"ok": True, "names": runner.user_names(), "lost": persist.lost_files(kept)}
+        return {"ok": True, "names": runner.user_names(), "lost": _persist().lost_files(kept)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
@@ -108,6 +120,10 @@ class Guest:
                                      stream is not False)
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
+            if msg.get("point"):
+                point = self._point_after()
+                if point is not None:
+                    result["point"] = point
             return result
         if op in ("setup", "restore", "rebind", "reset"):
             self.kept = None  # a namespace the last checkpoint did not see
@@ -139,6 +155,20 @@ class Guest:
                 forget_session()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {op!r}"}
+
+
+def _persist() -> Any:
+    """The persist module, imported at first use (a guest that never saves does not pay for
+    pickle) and then kept: an import statement per cell costs more than the lookup."""
+    global _persist_module
+    if _persist_module is None:
+        from . import persist
+
+        _persist_module = persist
+    return _persist_module
+
+
+_persist_module: Any = None
 
 
 def _install_aio(asyncio: Any) -> None:

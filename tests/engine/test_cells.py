@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from tooliscode import Limits, Session
+
 
 def test_state_persists_across_cells(session):
     assert session.run("x = 41\ndef inc(v):\n    return v + 1\nclass K:\n    n = 2").ok
@@ -141,3 +143,24 @@ def test_a_cell_too_big_to_go_with_its_turn_is_asked_for(session):
     assert r.stdout == "8018 ééé\n"
     small = session.run("print(v0 + 1, 'é€')")  # bytes past ASCII in what crosses
     assert small.ok and small.stdout == "21 é€\n", small.error
+
+
+def test_cells_sent_one_after_another_share_a_turn():
+    """A turn that has given its result waits a moment (`TURN_WAIT_S`) for the next command
+    before it ends: cells sent one after another run in one turn, not a turn each. (With
+    rollback points on, the data runtime ends each turn to commit between turns.)"""
+    with Session([], limits=Limits(rollback_bytes=0)) as s:
+        assert s.run("x = 1").ok
+        instance = s._state.worker.instance
+        turns = []
+        turn = instance.turn
+
+        def counted(*args: object) -> None:
+            turns.append(args)
+            turn(*args)
+
+        instance.turn = counted
+        for i in range(20):
+            assert s.run(f"x = {i}").ok
+        assert s.run("x").value == "19"
+        assert len(turns) < 10, len(turns)

@@ -299,6 +299,35 @@ def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
         assert s.run("x").value == "1"
 
 
+def test_a_point_is_taken_again_only_when_the_variables_changed(monkeypatch):
+    """Where the guest pickles, a cell that leaves the variables the very unchangeable
+    objects the last point took says so with its result, and no checkpoint follows it; one
+    that rebinds a name, changes a list in place or deletes every name gets its point."""
+    from tooliscode.engine._points import Points
+
+    taken: list[object] = []
+    checkpointed = Points._checkpointed
+
+    def counted(self, blob, result) -> None:
+        taken.append(blob)
+        checkpointed(self, blob, result)
+
+    monkeypatch.setattr(Points, "_checkpointed", counted)
+    with Session([], limits=Limits(timeout_s=1)) as s:
+        for code in ("x = 1", "x = 1", "print(x)", "x = 2", "x = 2"):
+            assert s.run(code).ok
+        if not _exact(s):
+            assert len(taken) == 2  # after the first cell and after `x = 2`
+        assert s.run("x = 3\nwhile True:\n    pass").rolled_back
+        assert s.run("x").value == "2"
+        assert s.run("rows = [1]").ok and s.run("rows.append(2)").ok
+        assert s.run("rows.append(3)\nwhile True:\n    pass").rolled_back
+        assert s.run("rows").value == "[1, 2]"
+        assert s.run("del x, rows, _").ok
+        assert s.run("x = 5\nwhile True:\n    pass").rolled_back
+        assert s.run("x").error_type == "NameError"
+
+
 def _point_held(s: Session) -> tuple[object, threading.Event, threading.Event]:
     """`keep = 1` has run in `s`, whose guest's points are held back from then on until
     `gate` is set (`due` is set when one is due: now, for that cell)."""
