@@ -159,8 +159,17 @@ class CellRunner:
         self._value_chars = 4000
         self._spill_bytes = 0
         self._spill_dir: str | None = None
+        self.own: set[Any] | None = None
+        """The namespace's keys that are not the baseline's, as the last cell left them; None
+        when not known (`changed`). With hundreds of tools in the namespace, taking them
+        again costs more than the rest of a small cell's bookkeeping."""
+
+    def changed(self) -> None:
+        """The namespace may have changed outside a cell (a setup, a restore)."""
+        self.own = None
 
     def reset(self, helpers: dict[str, Any], limits: dict[str, Any]) -> None:
+        self.own = None
         self.ns.clear()
         self.ns.update({"__name__": "__main__", "__builtins__": builtins})
         self.ns.update(helpers)
@@ -236,7 +245,9 @@ class CellRunner:
         if streamer is not None:
             streamer.start()
         ns = self.ns
-        before = {k: id(ns[k]) for k in ns.keys() - self.baseline}
+        own = self.own if self.own is not None else ns.keys() - self.baseline
+        self.own = None  # until this cell's end takes them again
+        before = {k: id(ns.get(k)) for k in own}
         result: dict[str, Any] = {"ok": True}
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
@@ -269,7 +280,8 @@ class CellRunner:
             result["stdout"] = out.result()
         if err.total:
             result["stderr"] = err.result()
-        keys = self._user_keys()
+        self.own = own = ns.keys() - self.baseline
+        keys = sorted(k for k in own if type(k) is str and k != "_" and not k.startswith("__"))
         names = [_shown(k) for k in keys[:_MAX_NAMES]]
         if names != self._names:
             result["names"] = self._names = names

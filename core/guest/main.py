@@ -86,8 +86,9 @@ class Guest:
 
     def _kept_names(self) -> list[str]:
         """The names a checkpoint or a snapshot keeps."""
-        return sorted(k for k in self.runner.ns.keys() - self.runner.baseline
-                      if type(k) is str and not k.startswith("__"))
+        runner = self.runner
+        own = runner.own if runner.own is not None else runner.ns.keys() - runner.baseline
+        return sorted(k for k in own if type(k) is str and not k.startswith("__"))
 
     def _point_after(self) -> str | None:
         """After a cell whose host keeps checkpoints: "same" when the variables hold what
@@ -125,6 +126,8 @@ class Guest:
                 if point is not None:
                     result["point"] = point
             return result
+        if op not in ("checkpoint", "snapshot"):  # the others may change the namespace
+            self.runner.changed()
         if op in ("setup", "restore", "rebind", "reset"):
             self.kept = None  # a namespace the last checkpoint did not see
         if op == "setup":
