@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from _util import Row
+from _util import Row, settle
 
 sys.path.insert(0, str(Path(__file__).parent / "peers"))
 from envs import peer_python  # noqa: E402
@@ -190,7 +190,10 @@ def _in_guest(name: str, code: str) -> float:
 
 
 def _rss_per_session(count: int = 20) -> tuple[float, float]:
-    """(RSS MB, PSS MB) added per idle session that imported pandas, `count` alive."""
+    """(RSS MB, PSS MB) added per idle session that imported pandas, `count` alive. Taken
+    once the process is idle: the sessions of earlier rows close on threads of their own,
+    and memory they let go meanwhile came out of these figures (a PSS below zero)."""
+    settle()
     before = _smaps()
     sessions = [Session([], runtime="data") for _ in range(count)]
     try:
