@@ -53,6 +53,9 @@ class Points:
         """Why there is no point, when one was asked for and none could be kept."""
         self.due = False
         """A commit is to be made once the turn has ended."""
+        self._dropped = False
+        """The commits grew past `Limits.rollback_bytes` and were given up (`commit`): none
+        is made again in this run, and the note saying why stands."""
         self._settled = threading.Event()
         """Clear while a commit is under way."""
         self._settled.set()
@@ -73,7 +76,7 @@ class Points:
             self._set(None, "Limits.rollback_bytes is 0: no state is kept")
             return None
         if self._instance.commits:
-            self.due = True
+            self.due = not self._dropped
             return None
         told = result.get("point") if op == "cell" and isinstance(result, dict) else None
         if told == "empty":  # no variables: nothing to come back to but an empty namespace
@@ -103,6 +106,7 @@ class Points:
             limit = self._limits().rollback_bytes
             if point is not None and limit is not None and point.size_bytes > limit:
                 self._instance.drop_commits()  # it would only grow: no more commits
+                self._dropped = True
                 self._set(None, _too_big(point.size_bytes, limit))
             else:
                 self._set(point, None if point is not None else
@@ -113,8 +117,9 @@ class Points:
     def _checkpointed(self, blob: bytes | None, result: Any) -> None:
         reply = result if isinstance(result, dict) else {}
         limit = self._limits().rollback_bytes
-        if reply.get("ok") and reply.get("same") and self.point is not None:
-            return  # the variables are the very objects the point holds, none changeable
+        if reply.get("ok") and reply.get("same") and (self.point is not None
+                                                      or self.note is not None):
+            return  # the very objects, none changeable: the point, or why there is none, holds
         if reply.get("ok") and reply.get("empty"):
             self._set(None, None)
         elif not reply.get("ok") or blob is None:
@@ -134,6 +139,7 @@ class Points:
 
     def forget(self) -> None:
         """On the guest's thread: the session starts over (a renewal); no point is kept."""
+        self._dropped = False
         self._set(None, None)
 
     def settled(self, timeout: float) -> CommitPoint | Checkpoint | None:

@@ -69,6 +69,7 @@ class Guest:
             names = self._kept_names()
             if op == "checkpoint":
                 if not names:
+                    self.kept = None  # the host keeps no point for an empty namespace
                     return {"ok": True, "empty": True}
                 self.kept, same = persist.unchanged_since(ns, names, self.kept)
                 if same:  # the host's point holds this state already
@@ -94,9 +95,11 @@ class Guest:
         """After a cell whose host keeps checkpoints: "same" when the variables hold what
         the last checkpoint took (`persist.unchanged_since`), "empty" when there are none.
         Either way no checkpoint need follow, and the exchange that would ask for it is
-        saved. Only a checkpoint sets what is compared against."""
+        saved. Only a checkpoint sets what is compared against (an empty namespace clears it:
+        the host then holds no point to compare with)."""
         names = self._kept_names()
         if not names:
+            self.kept = None  # the host keeps no point for an empty namespace
             return "empty"
         return "same" if _persist().unchanged_since(self.runner.ns, names, self.kept)[1] \
             else None

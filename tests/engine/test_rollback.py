@@ -328,6 +328,16 @@ def test_a_point_is_taken_again_only_when_the_variables_changed(monkeypatch):
         assert s.run("x").error_type == "NameError"
 
 
+def test_a_state_too_big_to_keep_stays_named_while_cells_leave_it_as_it_was():
+    with Session([], limits=Limits(timeout_s=1, rollback_bytes=10_000)) as s:
+        assert s.run("big = 'x' * 50_000\nn = 1").ok
+        for _ in range(3):
+            assert s.run("print(n)").ok
+        r = s.run("n = 2\nwhile True:\n    pass")
+        assert r.restarted and "big" in r.lost_names, r.error
+        assert "Limits.rollback_bytes" in r.error, r.error
+
+
 def _point_held(s: Session) -> tuple[object, threading.Event, threading.Event]:
     """`keep = 1` has run in `s`, whose guest's points are held back from then on until
     `gate` is set (`due` is set when one is due: now, for that cell)."""

@@ -46,6 +46,10 @@ def test_a_cell_says_when_no_checkpoint_need_follow_it(guest):
     guest.handle({"op": "checkpoint"})
     assert "point" not in _cell(guest, "rows.append(2)")  # a list can change in place
     assert _cell(guest, "del x, y, z, rows")["point"] == "empty"
+    assert "point" not in _cell(guest, "z = 3")
+    guest.handle({"op": "checkpoint"})
+    assert _cell(guest, "del z")["point"] == "empty"
+    assert "point" not in _cell(guest, "z = 3")  # the last point's object, but none is held
 
 
 def test_names_are_new_against_the_namespace_a_restore_left(guest, tmp_path):
