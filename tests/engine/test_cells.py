@@ -145,10 +145,14 @@ def test_a_cell_too_big_to_go_with_its_turn_is_asked_for(session):
     assert small.ok and small.stdout == "21 é€\n", small.error
 
 
-def test_cells_sent_one_after_another_share_a_turn():
+def test_cells_sent_one_after_another_share_a_turn(monkeypatch):
     """A turn that has given its result waits a moment (`TURN_WAIT_S`) for the next command
     before it ends: cells sent one after another run in one turn, not a turn each. (With
-    rollback points on, the data runtime ends each turn to commit between turns.)"""
+    rollback points on, the data runtime ends each turn to commit between turns.) The wait
+    is made long here, so a loaded machine cannot make the test race it."""
+    from tooliscode.engine import _worker
+
+    monkeypatch.setattr(_worker, "TURN_WAIT_S", 30.0)
     with Session([], limits=Limits(rollback_bytes=0)) as s:
         assert s.run("x = 1").ok
         instance = s._state.worker.instance

@@ -203,7 +203,7 @@ class ComponentInstance(WatchedGuest):
         """Once per instance: its start image read one page per fault from now on, and the
         pages its boot mapped sixteen at a time let go (`userfault.one_page_reads`): an idle
         guest keeps some 2 MB of the image resident instead of 10."""
-        if self._shed or self.trapped:
+        if not self.idle_work:
             return
         self._shed = True
         if self._kept is not None:
