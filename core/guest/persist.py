@@ -23,9 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = ["dump", "load", "lost_files"]
 
-_FORMAT = 2
-"""2: each plain value marshalled alone (dumped once, not tried and then dumped again)."""
-_READS = (1, 2)
+_FORMAT = 3
+"""3: each plain value dumped alone, a number or a string by marshal, data made of lists,
+dicts and the like by the C pickler with no hooks (`_plain`). Format 2 marshalled them all,
+and marshal writes any object with a buffer (a bytearray, an array.array) as bytes: they came
+back changed."""
+_READS = (1, 2, 3)
 _globals: dict[str, Any] = {}
 """The namespace functions are rebuilt into while `load` runs."""
 
@@ -126,6 +129,35 @@ def _set_function_state(fn: types.FunctionType, state: dict[str, Any]) -> None:
     fn.__dict__.update(state["dict"])
 
 
+_ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), types.CodeType})
+"""Objects marshal keeps exactly (they hold no other objects), and faster than a pickler."""
+
+
+class _NotPlain(Exception):
+    """The value holds an object that is not plain data."""
+
+
+class _PlainPickler(pickle.Pickler):
+    """The C pickler on the types it writes itself (numbers, strings, bytes, bytearrays,
+    lists, tuples, dicts, sets), with no Python called per object: as fast as marshal, and
+    exact. Any other object is refused, and the value goes with the full pickler's."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+def _plain(value: Any) -> tuple[str, bytes] | None:
+    """("marshalled" or "pickled", the bytes) for plain data, else None."""
+    if type(value) in _ATOMS:
+        return "marshalled", marshal.dumps(value)
+    out = io.BytesIO()
+    try:
+        _PlainPickler(out, protocol=5).dump(value)
+    except (_NotPlain, pickle.PicklingError, RecursionError, TypeError, ValueError):
+        return None
+    return "pickled", out.getvalue()
+
+
 class _Unpickler(pickle.Unpickler):
     def __init__(self, file: Any, helpers: dict[str, Any]):
         super().__init__(file)
@@ -155,19 +187,18 @@ def _why(value: Any, exc: BaseException) -> str:
 def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """The pickled values of `names` in `ns`, and the names left behind with the reason.
 
-    Plain data (what `marshal` takes: the usual result of tool calls) goes by marshal, which
-    is many times faster than a pickler with Python hooks. The rest goes in one pickle so
-    shared objects stay shared (an instance keeps its class); a name that cannot pickle is
-    found alone and left out. (Data shared between the two groups is copied.)"""
+    Plain data (the usual result of tool calls) goes alone, in C (`_plain`), many times
+    faster than a pickler with Python hooks. The rest goes in one pickle so shared objects
+    stay shared (an instance keeps its class); a name that cannot pickle is found alone and
+    left out. (Data shared between two names is copied, unless both go in that pickle.)"""
     refs = {id(v): k for k, v in helpers.items()}
     values = {k: ns[k] for k in names if k in ns}
-    plain = {}
-    for name, value in list(values.items()):  # data alone goes by marshal, in C, once
-        try:
-            plain[name] = marshal.dumps(value)
-        except (ValueError, TypeError):
-            continue
-        del values[name]
+    plain: dict[str, dict[str, bytes]] = {"marshalled": {}, "pickled": {}}
+    for name, value in list(values.items()):  # data alone, in C, once
+        found = _plain(value)
+        if found is not None:
+            plain[found[0]][name] = found[1]
+            del values[name]
     dropped: dict[str, str] = {}
     try:
         blob = _pickle(values, refs, ns) if values else b""
@@ -180,8 +211,8 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
                 del values[name]
         blob = _pickle(values, refs, ns)
     modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
-    return pickle.dumps({"format": _FORMAT, "values": blob, "marshalled": plain,
-                         "modules": modules}), dropped
+    return pickle.dumps({"format": _FORMAT, "values": blob, **plain, "modules": modules}), \
+        dropped
 
 
 _FIXED = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
@@ -230,6 +261,7 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
         ns.update(marshal.loads(state["plain"]))
     else:
         ns.update({name: marshal.loads(data) for name, data in state["marshalled"].items()})
+        ns.update({name: pickle.loads(data) for name, data in state.get("pickled", {}).items()})
     ns.update(values)
     return failed
 

@@ -18,7 +18,7 @@ def get_price(sku: str) -> float:
 
 
 STATE = '''
-import json, collections
+import json, collections, array
 class Cart:
     tax = 0.2
     def __init__(self):
@@ -49,10 +49,14 @@ price = get_price
 open("notes.txt", "w").write("kept")
 handle = open("notes.txt")
 gen = (i for i in range(3))
+buf = bytearray(b"ab")
+data = {"nums": array.array("i", [1, 2]), "raw": [bytearray(b"c"), b"d"]}
 '''
 CHECK = ("print(cart.total(), bulk.total(), step(), len(rows), isinstance(bulk, Cart), "
-         "price('b'), p, open('notes.txt').read(), json.dumps([1]))")
-EXPECTED = "6.0 18.0 7 1000 True 2.0 Point(x=1, y=2) kept [1]\n"
+         "price('b'), p, open('notes.txt').read(), json.dumps([1]), buf + b'!', "
+         "data['nums'].tolist(), data['raw'])")
+EXPECTED = ("6.0 18.0 7 1000 True 2.0 Point(x=1, y=2) kept [1] bytearray(b'ab!') [1, 2] "
+            "[bytearray(b'c'), b'd']\n")
 
 
 @pytest.fixture(scope="module")
