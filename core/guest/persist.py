@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 __all__ = ["dump", "load", "lost_files"]
 
 _FORMAT = 3
-"""3: each plain value dumped alone, a number or a string by marshal, data made of lists,
-dicts and the like by the C pickler with no hooks (`_plain`). Format 2 marshalled them all,
-and marshal writes any object with a buffer (a bytearray, an array.array) as bytes: they came
-back changed."""
+"""3: every value in one pickle, tools named by `reducer_override` (no `persistent_id`, which
+Python calls for every object): plain data pickles in C, and objects shared between names stay
+shared. Format 2 marshalled plain values one by one, and marshal writes any object with a
+buffer (a bytearray, an array.array) as bytes: they came back changed."""
 _READS = (1, 2, 3)
 _globals: dict[str, Any] = {}
 """The namespace functions are rebuilt into while `load` runs."""
+_tools: dict[str, Any] = {}
+"""The new session's tools (and other helpers), by name, while `load` runs."""
 
 
 def _namespace(own: dict[str, Any] | None) -> dict[str, Any]:
@@ -70,6 +72,10 @@ _SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__"}
 
 
 class _Pickler(pickle.Pickler):
+    """The C pickler, which writes numbers, strings, bytes, bytearrays, lists, tuples, dicts
+    and sets itself: only for other objects is `reducer_override` called, so plain data (the
+    usual result of tool calls) pickles as fast as marshal would write it."""
+
     def __init__(self, file: Any, helpers: dict[int, str], main: dict[str, Any]):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._helpers = helpers
@@ -79,10 +85,10 @@ class _Pickler(pickle.Pickler):
         """Made by the cells, or anywhere pickle cannot find it again by name."""
         return fn.__globals__ is self._main or not _findable(fn)
 
-    def persistent_id(self, obj: Any) -> str | None:
-        return self._helpers.get(id(obj))
-
     def reducer_override(self, obj: Any) -> Any:
+        helper = self._helpers.get(id(obj))
+        if helper is not None:  # a tool: the new session's own
+            return _tool, (helper,)
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
         if isinstance(obj, (staticmethod, classmethod)):  # in class bodies carried by value
@@ -129,36 +135,15 @@ def _set_function_state(fn: types.FunctionType, state: dict[str, Any]) -> None:
     fn.__dict__.update(state["dict"])
 
 
-_ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), types.CodeType})
-"""Objects marshal keeps exactly (they hold no other objects), and faster than a pickler."""
-
-
-class _NotPlain(Exception):
-    """The value holds an object that is not plain data."""
-
-
-class _PlainPickler(pickle.Pickler):
-    """The C pickler on the types it writes itself (numbers, strings, bytes, bytearrays,
-    lists, tuples, dicts, sets), with no Python called per object: as fast as marshal, and
-    exact. Any other object is refused, and the value goes with the full pickler's."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain
-
-
-def _plain(value: Any) -> tuple[str, bytes] | None:
-    """("marshalled" or "pickled", the bytes) for plain data, else None."""
-    if type(value) in _ATOMS:
-        return "marshalled", marshal.dumps(value)
-    out = io.BytesIO()
-    try:
-        _PlainPickler(out, protocol=5).dump(value)
-    except (_NotPlain, pickle.PicklingError, RecursionError, TypeError, ValueError):
-        return None
-    return "pickled", out.getvalue()
+def _tool(name: str) -> Any:
+    if name in _tools:
+        return _tools[name]
+    raise pickle.UnpicklingError(f"the new session has no {name!r}")
 
 
 class _Unpickler(pickle.Unpickler):
+    """For formats 1 and 2, which named tools by persistent id."""
+
     def __init__(self, file: Any, helpers: dict[str, Any]):
         super().__init__(file)
         self._helpers = helpers
@@ -187,32 +172,27 @@ def _why(value: Any, exc: BaseException) -> str:
 def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """The pickled values of `names` in `ns`, and the names left behind with the reason.
 
-    Plain data (the usual result of tool calls) goes alone, in C (`_plain`), many times
-    faster than a pickler with Python hooks. The rest goes in one pickle so shared objects
-    stay shared (an instance keeps its class); a name that cannot pickle is found alone and
-    left out. (Data shared between two names is copied, unless both go in that pickle.)"""
+    One pickle, so objects shared between names stay shared (an instance keeps its class);
+    a name that cannot pickle is found alone and left out."""
     refs = {id(v): k for k, v in helpers.items()}
     values = {k: ns[k] for k in names if k in ns}
-    plain: dict[str, dict[str, bytes]] = {"marshalled": {}, "pickled": {}}
-    for name, value in list(values.items()):  # data alone, in C, once
-        found = _plain(value)
-        if found is not None:
-            plain[found[0]][name] = found[1]
-            del values[name]
     dropped: dict[str, str] = {}
     try:
         blob = _pickle(values, refs, ns) if values else b""
+    except MemoryError:  # not the values' fault: the guest must see it (`main._Loop`)
+        raise
     except Exception:  # noqa: BLE001 - find the names at fault
         for name, value in list(values.items()):
             try:
                 _pickle({name: value}, refs, ns)
+            except MemoryError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 dropped[name] = _why(value, exc)
                 del values[name]
         blob = _pickle(values, refs, ns)
     modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
-    return pickle.dumps({"format": _FORMAT, "values": blob, **plain, "modules": modules}), \
-        dropped
+    return pickle.dumps({"format": _FORMAT, "values": blob, "modules": modules}), dropped
 
 
 _FIXED = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
@@ -241,7 +221,7 @@ def _imported(ns: dict[str, Any]) -> list[str]:
 
 def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, str]:
     """Put the saved values into `ns`; returns what could not come back, with the reason."""
-    global _globals
+    global _globals, _tools
     state = pickle.loads(data)
     if not isinstance(state, dict) or state.get("format") not in _READS:
         raise ValueError("not a session state this guest can read")
@@ -251,17 +231,16 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001
             failed[module] = f"a module that no longer imports ({type(exc).__name__})"
-    _globals = ns
+    _globals, _tools = ns, dict(helpers)
     try:
-        values = _Unpickler(io.BytesIO(state["values"]), dict(helpers)).load() \
+        values = _Unpickler(io.BytesIO(state["values"]), _tools).load() \
             if state["values"] else {}
     finally:
-        _globals = {}
+        _globals, _tools = {}, {}
     if "plain" in state:  # format 1: one marshal of every plain value
         ns.update(marshal.loads(state["plain"]))
-    else:
+    elif "marshalled" in state:  # format 2: each plain value marshalled alone
         ns.update({name: marshal.loads(data) for name, data in state["marshalled"].items()})
-        ns.update({name: pickle.loads(data) for name, data in state.get("pickled", {}).items()})
     ns.update(values)
     return failed
 
