@@ -233,8 +233,7 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
             failed[module] = f"a module that no longer imports ({type(exc).__name__})"
     _globals, _tools = ns, dict(helpers)
     try:
-        values = _Unpickler(io.BytesIO(state["values"]), _tools).load() \
-            if state["values"] else {}
+        values = _values(state["values"], _tools, failed)
     finally:
         _globals, _tools = {}, {}
     if "plain" in state:  # format 1: one marshal of every plain value
@@ -243,6 +242,23 @@ def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, 
         ns.update({name: marshal.loads(data) for name, data in state["marshalled"].items()})
     ns.update(values)
     return failed
+
+
+def _values(blob: bytes, helpers: dict[str, Any], failed: dict[str, str]) -> dict[str, Any]:
+    """The pickled names; when one holds an object that cannot be made again, the others
+    (`salvage`), the ones left out put in `failed`."""
+    if not blob:
+        return {}
+    try:
+        return _Unpickler(io.BytesIO(blob), helpers).load()
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - read it again, keeping what can be kept
+        from . import salvage
+
+        values, broken = salvage.load(blob, helpers)
+        failed.update(broken)
+        return values
 
 
 def lost_files(values: dict[str, Any]) -> dict[str, str]:

@@ -239,9 +239,9 @@ def test_nothing_is_left_behind_after_a_hundred_cancels(tmp_path):
     assert not folder.exists()
 
 
-def _cancel_once(s: Session) -> None:
+def _cancel_once(s: Session, code: str = "while True:\n    pass"):
     results = []
-    runner = threading.Thread(target=lambda: results.append(s.run("while True:\n    pass")))
+    runner = threading.Thread(target=lambda: results.append(s.run(code)))
     runner.start()
     while not s.running:
         time.sleep(0.001)
@@ -249,6 +249,24 @@ def _cancel_once(s: Session) -> None:
     s.cancel()
     runner.join(10)
     assert results and results[0].rolled_back, results and results[0].error
+    return results[0]
+
+
+def test_an_object_that_cannot_be_made_again_costs_only_its_name(session):
+    """It pickles and does not unpickle: the point comes back without it, named, rather
+    than not at all (the data runtime's point is its memory: there it comes back too)."""
+    assert session.run("class Weird:\n    def __init__(self, x):\n        self.x = x\n"
+                       "    def __reduce__(self):\n        return Weird, ()\n"
+                       "w = Weird(1)\nkeep = [41]").ok
+    exact = _exact(session)
+    r = _cancel_once(session, "keep.append(1)\nwhile True:\n    pass")
+    assert not r.restarted and session.run("keep").value == "[41]", r.error
+    if exact:
+        assert session.run("w.x").value == "1"
+    else:
+        assert "w" in r.lost_names and "keep" not in r.lost_names
+        assert "w: could not be loaded (TypeError: Weird.__init__()" in r.error, r.error
+        assert session.run("w").error_type == "NameError"
 
 
 def test_a_durable_conversation_stores_the_state_it_came_back_to(tmp_path):

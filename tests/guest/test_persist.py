@@ -7,6 +7,7 @@ import array
 import io
 import marshal
 import pickle
+import sys
 
 import pytest
 from tooliscode.guest import persist
@@ -97,3 +98,49 @@ def test_running_out_of_memory_is_the_guests_not_a_name_left_out():
     only then), not a state saved without the name that was being pickled."""
     with pytest.raises(MemoryError):
         persist.dump({"big": _OutOfMemory(), "n": 1}, ["big", "n"], {})
+
+
+class _NeedsArgument:
+    def __init__(self, x):
+        self.x = x
+
+    def __reduce__(self):  # pickles, but cannot be made again
+        return _NeedsArgument, ()
+
+
+class _BadState:
+    def __init__(self):
+        self.a = 1
+
+    def __setstate__(self, state):
+        raise ValueError("no such state")
+
+
+class _Gone:
+    pass
+
+
+def test_a_name_whose_object_cannot_be_made_again_is_left_out_alone(monkeypatch):
+    shared = {"rows": [1, 2]}
+    values = {"keep": 5, "shared": shared, "also": [shared], "bad": [_NeedsArgument(1)],
+              "state": _BadState(), "gone": {"inner": [_Gone()]}, "fine": Cart()}
+    data, dropped = persist.dump(values, list(values), {})
+    assert dropped == {}
+    monkeypatch.delattr(sys.modules[__name__], "_Gone")  # its class no longer found by name
+    back: dict = {}
+    failed = persist.load(data, back, {})
+    assert set(failed) == {"bad", "state", "gone"}, failed
+    assert "TypeError" in failed["bad"] and "no such state" in failed["state"]
+    assert "_Gone" in failed["gone"]
+    assert back["keep"] == 5 and back["also"][0] is back["shared"]
+    assert isinstance(back["fine"], Cart)
+    assert not {"bad", "state", "gone"} & set(back)
+
+
+def test_a_tool_the_new_session_lacks_costs_only_the_names_holding_it():
+    def tool() -> None: ...
+
+    data, _ = persist.dump({"t": [tool], "n": 1}, ["t", "n"], {"tool": tool})
+    back: dict = {}
+    failed = persist.load(data, back, {})
+    assert back == {"n": 1} and "the new session has no 'tool'" in failed["t"]
