@@ -51,12 +51,41 @@ handle = open("notes.txt")
 gen = (i for i in range(3))
 buf = bytearray(b"ab")
 data = {"nums": array.array("i", [1, 2]), "raw": [bytearray(b"c"), b"d"]}
+import dataclasses, enum, typing
+@dataclasses.dataclass(order=True)
+class Line:
+    sku: str
+    n: int = 1
+    tags: list = dataclasses.field(default_factory=list, metadata={"unit": "pcs"})
+class Pair(typing.NamedTuple):
+    x: int
+    y: int = 0
+class Size(enum.IntEnum):
+    S = 1
+    M = 2
+class Tone(str, enum.Enum):
+    WARM = "warm"
+    COOL = "cool"
+    def loud(self):
+        return self.value.upper()
+class Perm(enum.Flag):
+    R = enum.auto()
+    W = enum.auto()
+lines = [Line("b", 2, ["x"]), Line("a")]
+pair, size, tone, perm = Pair(1), Size.M, Tone.COOL, Perm.R | Perm.W
 '''
+CLASSES = ("print(sorted(lines), dataclasses.fields(Line)[2].metadata['unit'], "
+           "Line.__annotations__['n'] is int, pair._replace(y=5), size + 1, tone.loud(), "
+           "Tone('warm') is Tone.WARM, perm, Perm.R in perm)")
+"""The classes Python's own machinery makes (a dataclass, a NamedTuple, enums) come back
+whole: the default runtime rebuilds them by value."""
 CHECK = ("print(cart.total(), bulk.total(), step(), len(rows), isinstance(bulk, Cart), "
          "price('b'), p, open('notes.txt').read(), json.dumps([1]), buf + b'!', "
          "data['nums'].tolist(), data['raw'])")
 EXPECTED = ("6.0 18.0 7 1000 True 2.0 Point(x=1, y=2) kept [1] bytearray(b'ab!') [1, 2] "
             "[bytearray(b'c'), b'd']\n")
+CLASSES_PRINTED = ("[Line(sku='a', n=1, tags=[]), Line(sku='b', n=2, tags=['x'])] pcs True "
+                   "Pair(x=1, y=5) 3 COOL True Perm.R|W True\n")
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +100,8 @@ def test_variables_definitions_imports_and_files_come_back(blob):
         r = s.run(CHECK)
         assert r.ok, r.error
         assert r.stdout == EXPECTED
+        classes = s.run(CLASSES)
+        assert classes.stdout == CLASSES_PRINTED, classes.error
         (notice,) = r.notices
         assert "restored from a snapshot" in notice
         assert "handle: an open file" in notice
