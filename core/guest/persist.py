@@ -17,6 +17,8 @@ import pickle
 import sys
 import types
 
+from . import kinds
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -54,48 +56,6 @@ def _new_function_with_closure(code: bytes, name: str, qualname: str, own: dict[
                             tuple(types.CellType(v) for v in closure))
     fn.__qualname__ = qualname
     return fn
-
-
-def _new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
-    return meta(name, bases, {"__module__": "__main__"})
-
-
-def _set_class(cls: type, attrs: dict[str, Any]) -> None:
-    for key, value in attrs.items():
-        try:
-            setattr(cls, key, value)
-        except (AttributeError, TypeError):
-            pass
-
-
-_SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__", "__annotate_func__",
-                  "__annotations_cache__", "__classdictcell__"}
-"""Made by Python for each class (3.14 computes annotations lazily, through a function whose
-closure holds the class body's namespace): the annotations go as a dict instead."""
-
-
-def _annotations(cls: type) -> dict[str, Any] | None:
-    try:
-        found = cls.__dict__.get("__annotations__") or getattr(cls, "__annotations__", None)
-        return dict(found) if found else None
-    except Exception:  # noqa: BLE001 - a forward reference that names nothing: left out
-        return None
-
-
-def _sentinel(obj: Any) -> tuple[Any, ...] | None:
-    """The dataclasses module's markers (a field's kind, MISSING, KW_ONLY), by name: fields()
-    and the generated methods test them by identity."""
-    dataclasses = sys.modules.get("dataclasses")
-    if dataclasses is None or type(obj).__module__ != "dataclasses":
-        return None
-    for name in ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR"):
-        if getattr(dataclasses, name, None) is obj:
-            return getattr, (dataclasses, name)
-    return None
-
-
-def _mapping_proxy(mapping: dict[str, Any]) -> types.MappingProxyType[str, Any]:
-    return types.MappingProxyType(mapping)
 
 
 class _Pickler(pickle.Pickler):
@@ -137,42 +97,13 @@ class _Pickler(pickle.Pickler):
                         _set_function_state)
             return (_new_function, (code, obj.__name__, obj.__qualname__, own), state, None,
                     None, _set_function_state)
-        if isinstance(obj, types.MappingProxyType):  # a dataclass field's metadata
-            return _mapping_proxy, (dict(obj),)
-        sentinel = _sentinel(obj)
-        if sentinel is not None:
-            return sentinel
         if isinstance(obj, type) and (obj.__module__ == "__main__" or not _findable(obj)):
-            enum = sys.modules.get("enum")
-            if enum is not None and isinstance(obj, enum.EnumType) and obj.__members__:
-                return _enum_by_value(obj, enum, self._main)
-            attrs = {k: v for k, v in vars(obj).items() if k not in _SKIPPED_ATTRS}
-            annotations = _annotations(obj)
-            if annotations is not None:
-                attrs["__annotations__"] = annotations
-            return (_new_class, (type(obj), obj.__name__, obj.__bases__), attrs, None, None,
-                    _set_class)
-        return NotImplemented
+            return kinds.class_by_value(obj, self._main)
+        return kinds.reduce(obj, self._by_value)
 
 
-def _enum_by_value(cls: Any, enum: Any, main: dict[str, Any]) -> tuple[Any, ...]:
-    """An enum the cells defined, made again by the functional API (its metaclass makes no
-    class from an empty body and members set afterwards), then given the methods and class
-    attributes its body added."""
-    members = [(name, member._value_) for name, member in cls.__members__.items()]
-    base = next(b for b in reversed(cls.__bases__) if isinstance(b, enum.EnumType))
-    mixin = next((b for b in cls.__bases__ if not isinstance(b, enum.EnumType)), None)
-    extra = {k: v for k, v in vars(cls).items() if k not in cls.__members__ and (
-        not k.startswith("_") or isinstance(v, types.FunctionType) and v.__globals__ is main
-        and k.startswith("__"))}
-    return (_new_enum, (base, mixin, cls.__name__, cls.__qualname__, members), extra, None,
-            None, _set_class)
-
-
-def _new_enum(base: Any, mixin: type | None, name: str, qualname: str,
-              members: list[tuple[str, Any]]) -> Any:
-    extra = {} if mixin is None else {"type": mixin}
-    return base(name, members, module="__main__", qualname=qualname, **extra)
+_new_class, _set_class = kinds.new_class, kinds.set_class
+"""Where states saved before `kinds` was split off name them."""
 
 
 def _findable(obj: Any) -> bool:

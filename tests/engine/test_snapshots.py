@@ -73,19 +73,34 @@ class Perm(enum.Flag):
     W = enum.auto()
 lines = [Line("b", 2, ["x"]), Line("a")]
 pair, size, tone, perm = Pair(1), Size.M, Tone.COOL, Perm.R | Perm.W
+import abc, functools
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self): ...
+class Square(Shape):
+    def __init__(self, side):
+        self.side = side
+    def area(self):
+        return self.side ** 2
+@functools.cache
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+square = Square(3)
 '''
 CLASSES = ("print(sorted(lines), dataclasses.fields(Line)[2].metadata['unit'], "
            "Line.__annotations__['n'] is int, pair._replace(y=5), size + 1, tone.loud(), "
-           "Tone('warm') is Tone.WARM, perm, Perm.R in perm)")
-"""The classes Python's own machinery makes (a dataclass, a NamedTuple, enums) come back
-whole: the default runtime rebuilds them by value."""
+           "Tone('warm') is Tone.WARM, perm, Perm.R in perm, square.area(), "
+           "isinstance(square, Shape), sorted(Shape.__abstractmethods__), fib(80))")
+"""The classes Python's own machinery makes (a dataclass, a NamedTuple, enums, an ABC) and a
+cached function come back whole: the default runtime rebuilds them by value."""
 CHECK = ("print(cart.total(), bulk.total(), step(), len(rows), isinstance(bulk, Cart), "
          "price('b'), p, open('notes.txt').read(), json.dumps([1]), buf + b'!', "
          "data['nums'].tolist(), data['raw'])")
 EXPECTED = ("6.0 18.0 7 1000 True 2.0 Point(x=1, y=2) kept [1] bytearray(b'ab!') [1, 2] "
             "[bytearray(b'c'), b'd']\n")
 CLASSES_PRINTED = ("[Line(sku='a', n=1, tags=[]), Line(sku='b', n=2, tags=['x'])] pcs True "
-                   "Pair(x=1, y=5) 3 COOL True Perm.R|W True\n")
+                   "Pair(x=1, y=5) 3 COOL True Perm.R|W True 9 True ['area'] "
+                   "23416728348467685\n")
 
 
 @pytest.fixture(scope="module")

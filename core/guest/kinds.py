@@ -1,0 +1,120 @@
+"""Classes the cells defined, and objects Python's class machinery made for them, as a pickle
+can make them again in another interpreter (see `persist`).
+
+A class goes by value: made again empty by its metaclass, then given its attributes. What
+Python keeps per class that cannot travel is left for the new class to make (its lazy
+annotations as a dict instead, an ABC's cache), and the kinds whose metaclass will not make
+an empty class (enums, TypedDicts) are made by their functional API. Some objects inside such
+classes need to be found by name rather than copied: the dataclasses module's markers, which
+fields() and the generated methods test by identity, and a function's lru_cache wrapper.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["class_by_value", "new_class", "reduce", "set_class"]
+
+_SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__", "__annotate_func__",
+                  "__annotations_cache__", "__classdictcell__", "_abc_impl"}
+"""Made by Python for each class: 3.14 computes annotations lazily, through a function whose
+closure holds the class body's namespace (they go as a dict instead); an ABC's registry."""
+_MARKERS = ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
+
+
+def new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
+    return meta(name, bases, {"__module__": "__main__"})
+
+
+def set_class(cls: type, attrs: dict[str, Any]) -> None:
+    for key, value in attrs.items():
+        try:
+            setattr(cls, key, value)
+        except (AttributeError, TypeError):
+            pass
+
+
+def class_by_value(cls: type, main: dict[str, Any]) -> tuple[Any, ...]:
+    """The reduction of a class the cells defined (or one pickle cannot find by name)."""
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(cls, enum.EnumType) and cls.__members__:
+        return _enum(cls, enum, main)
+    typing = sys.modules.get("typing")
+    if typing is not None and type(cls) is getattr(typing, "_TypedDictMeta", None):
+        return _new_typed_dict, (cls.__name__, _annotations(cls) or {}, cls.__total__)
+    attrs = {k: v for k, v in vars(cls).items() if k not in _SKIPPED_ATTRS}
+    annotations = _annotations(cls)
+    if annotations is not None:
+        attrs["__annotations__"] = annotations
+    return new_class, (type(cls), cls.__name__, cls.__bases__), attrs, None, None, set_class
+
+
+def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
+    """The reduction of `obj` when it is one of the objects above, else NotImplemented.
+    `by_value`: whether a function goes by value (see `persist`)."""
+    if isinstance(obj, types.MappingProxyType):  # a dataclass field's metadata
+        return _mapping_proxy, (dict(obj),)
+    kind = type(obj)
+    if kind.__module__ == "dataclasses":
+        dataclasses = sys.modules["dataclasses"]
+        for name in _MARKERS:
+            if getattr(dataclasses, name, None) is obj:
+                return getattr, (dataclasses, name)
+    elif kind.__module__ == "functools" and kind.__name__ == "_lru_cache_wrapper":
+        wrapped = getattr(obj, "__wrapped__", None)
+        if isinstance(wrapped, types.FunctionType) and by_value(wrapped):
+            params = obj.cache_parameters()  # its cache stays behind
+            return _new_cached, (wrapped, params["maxsize"], params["typed"])
+    return NotImplemented
+
+
+def _annotations(cls: type) -> dict[str, Any] | None:
+    try:
+        found = cls.__dict__.get("__annotations__") or getattr(cls, "__annotations__", None)
+        return dict(found) if found else None
+    except Exception:  # noqa: BLE001 - a forward reference that names nothing: left out
+        return None
+
+
+def _mapping_proxy(mapping: dict[str, Any]) -> types.MappingProxyType[str, Any]:
+    return types.MappingProxyType(mapping)
+
+
+def _new_cached(fn: Any, maxsize: int | None, typed: bool) -> Any:
+    import functools
+
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(fn)
+
+
+def _new_typed_dict(name: str, annotations: dict[str, Any], total: bool) -> Any:
+    import typing
+
+    made = typing.TypedDict(name, annotations, total=total)  # type: ignore[operator]
+    made.__module__ = "__main__"
+    return made
+
+
+def _enum(cls: Any, enum: Any, main: dict[str, Any]) -> tuple[Any, ...]:
+    """An enum, made again by the functional API (its metaclass makes no class from an empty
+    body and members set afterwards), then given the methods and class attributes its body
+    added."""
+    members = [(name, member._value_) for name, member in cls.__members__.items()]
+    base = next(b for b in reversed(cls.__bases__) if isinstance(b, enum.EnumType))
+    mixin = next((b for b in cls.__bases__ if not isinstance(b, enum.EnumType)), None)
+    extra = {k: v for k, v in vars(cls).items() if k not in cls.__members__ and (
+        not k.startswith("_") or isinstance(v, types.FunctionType) and v.__globals__ is main
+        and k.startswith("__"))}
+    return (_new_enum, (base, mixin, cls.__name__, cls.__qualname__, members), extra, None,
+            None, set_class)
+
+
+def _new_enum(base: Any, mixin: type | None, name: str, qualname: str,
+              members: list[tuple[str, Any]]) -> Any:
+    extra = {} if mixin is None else {"type": mixin}
+    return base(name, members, module="__main__", qualname=qualname, **extra)
