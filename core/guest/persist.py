@@ -13,6 +13,7 @@ import importlib
 import io
 import itertools
 import marshal
+import operator
 import pickle
 import sys
 import types
@@ -185,20 +186,30 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
 
 
 _FIXED = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
+_FIXED_TYPES = frozenset(_FIXED)
+_HELD_BYTES = 1 << 20
+"""The most `unchanged_since` holds on to (past it, a dropped string would stay in memory
+until the next checkpoint): a bigger state is pickled after each cell that ends."""
 
 
 def unchanged_since(ns: dict[str, Any], names: list[str], last: Any) -> tuple[Any, bool]:
     """(what to compare the next time, whether `names` hold what they held at `last`): the
     same objects, each one that cannot change in place (numbers, strings, modules, tuples of
-    those). A checkpoint of such a namespace need not be taken again."""
-    now = tuple((name, id(ns[name])) for name in names)
-    fixed = all(_fixed(ns[name]) for name in names)
-    return (now if fixed else None), fixed and now == last
+    those). A checkpoint of such a namespace need not be taken again. The objects are held,
+    not their ids: a freed object's id is soon another's (`x = None; x = int(s)` gets the
+    old int's), so only a small state is held. (In C where it can be: it runs after every
+    cell.)"""
+    values = list(map(ns.__getitem__, names))
+    if not (set(map(type, values)) <= _FIXED_TYPES or all(map(_fixed, values))) \
+            or sum(map(sys.getsizeof, values)) > _HELD_BYTES:
+        return None, False
+    same = last is not None and last[0] == names and all(map(operator.is_, values, last[1]))
+    return (names, values), same
 
 
 def _fixed(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _FIXED):
-        return True
+        return depth == 0 or sys.getsizeof(value) <= _HELD_BYTES // 16  # held, in a tuple
     if type(value) is tuple and depth < 3 and len(value) <= 100:
         return all(_fixed(v, depth + 1) for v in value)
     return False

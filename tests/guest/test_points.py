@@ -60,3 +60,25 @@ def test_names_are_new_against_the_namespace_a_restore_left(guest, tmp_path):
     assert guest.handle({"op": "restore", "path": path})["ok"]
     result = _cell(guest, "c = 3")
     assert result["new_names"] == ["c"] and result["names"] == ["a", "c"]
+
+
+def test_an_object_made_where_a_freed_one_was_is_not_the_same(guest):
+    """A freed object's id is soon another's: `x = None` then a new int of the same size
+    gets the old one's address. Compared by id, the guest said "same", and a stopped cell
+    came back to the old value."""
+    _cell(guest, "x = int('1000000000007')")
+    guest.handle({"op": "checkpoint"})
+    for _ in range(20):  # the allocator's free list hands the block back at once, mostly
+        assert "point" not in _cell(guest, "x = None\nx = int('1000000000009')")
+        guest.handle({"op": "checkpoint"})
+        assert "point" not in _cell(guest, "x = None\nx = int('1000000000007')")
+        guest.handle({"op": "checkpoint"})
+
+
+def test_a_big_state_is_not_held_to_be_compared(guest):
+    """Holding it would keep a string the next cell drops in memory until the checkpoint
+    after that cell: a state past 1 MiB is pickled after each cell instead."""
+    _cell(guest, "big = 'x' * (2 << 20)")
+    assert guest.handle({"op": "checkpoint"}) == {"ok": True, "dropped": {}}
+    assert guest.kept is None
+    assert "point" not in _cell(guest, "n = 1")
