@@ -43,7 +43,7 @@ def set_class(cls: type, attrs: dict[str, Any]) -> None:
 def class_by_value(cls: type, main: dict[str, Any]) -> tuple[Any, ...]:
     """The reduction of a class the cells defined (or one pickle cannot find by name)."""
     enum = sys.modules.get("enum")
-    if enum is not None and isinstance(cls, enum.EnumType) and cls.__members__:
+    if enum is not None and isinstance(cls, enum.EnumType):
         return _enum(cls, enum, main)
     typing = sys.modules.get("typing")
     if typing is not None and type(cls) is getattr(typing, "_TypedDictMeta", None):

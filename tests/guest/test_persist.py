@@ -144,3 +144,29 @@ def test_a_tool_the_new_session_lacks_costs_only_the_names_holding_it():
     back: dict = {}
     failed = persist.load(data, back, {})
     assert back == {"n": 1} and "the new session has no 'tool'" in failed["t"]
+
+
+def test_enums_come_back_with_their_members_and_methods():
+    import enum
+
+    namespace: dict = {"__name__": "__main__"}
+    exec("import enum\n"
+         "class Base(enum.Enum):\n"
+         "    def shout(self):\n"
+         "        return str(self.value).upper()\n"
+         "class Tone(str, Base):\n"
+         "    WARM = 'warm'\n"
+         "    COOL = 'cool'\n"
+         "class Size(enum.IntEnum):\n"
+         "    S = 1\n"
+         "    M = 2\n"
+         "picked = [Tone.COOL, Size.M]\n", namespace)
+    names = ["Base", "Tone", "Size", "picked"]
+    data, dropped = persist.dump(namespace, names, {})
+    assert dropped == {}
+    back: dict = {}
+    assert persist.load(data, back, {}) == {}
+    tone, size = back["picked"]
+    assert tone is back["Tone"].COOL and tone.shout() == "COOL" and tone == "cool"
+    assert size is back["Size"].M and size + 1 == 3
+    assert issubclass(back["Tone"], back["Base"]) and isinstance(tone, enum.Enum)
