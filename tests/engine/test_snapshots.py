@@ -133,10 +133,11 @@ def test_a_snapshot_restores_in_another_process(blob, tmp_path):
               f"def get_price(sku: str) -> float:\n    return {{'a': 1.5, 'b': 2.0}}[sku]\n"
               f"s = Session.restore(open({str(tmp_path / 'blob.bin')!r}, 'rb').read(),\n"
               f"                    [get_price])\n"
-              f"print(s.run({CHECK!r}).stdout, end='')\ns.close()\n")
+              f"print(s.run({CHECK!r}).stdout, end='')\n"
+              f"print(s.run({CLASSES!r}).stdout, end='')\ns.close()\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
-    assert out.stdout == EXPECTED, out.stderr
+    assert out.stdout == EXPECTED + CLASSES_PRINTED, out.stderr
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
