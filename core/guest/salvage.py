@@ -59,8 +59,9 @@ class _Salvaging(pickle._Unpickler):  # type: ignore[name-defined, misc]
         super().__init__(file)
         self._helpers = helpers
         self.marked: dict[int, BaseException] = {}
-        """Objects made whose state could not be set, by id (they stay referenced)."""
+        """Objects made whose state could not be set, by id."""
         self._kept: list[Any] = []
+        """Those objects, held so that no other takes their id while `marked` is read."""
 
     def persistent_load(self, pid: Any) -> Any:
         if pid in self._helpers:
