@@ -29,7 +29,23 @@ _MARKERS = ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
 
 
 def new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
-    return meta(name, bases, {"__module__": "__main__"})
+    """An empty class, made without the `__init_subclass__` the cells gave its bases: what it
+    did the first time is in the state being loaded (a registry's entries, say), so running
+    it again would do it twice; and the globals it reads are not back yet."""
+    hooks = {id(c): c for base in bases for c in base.__mro__
+             if c.__module__ == "__main__" and "__init_subclass__" in c.__dict__}
+    saved = [(c, c.__dict__["__init_subclass__"]) for c in hooks.values()]
+    for c, _hook in saved:
+        c.__init_subclass__ = _quiet  # type: ignore[assignment, method-assign]
+    try:
+        return meta(name, bases, {"__module__": "__main__"})
+    finally:
+        for c, hook in saved:
+            type.__setattr__(c, "__init_subclass__", hook)
+
+
+@classmethod  # type: ignore[misc]
+def _quiet(cls: type, **kwargs: Any) -> None: ...
 
 
 def set_class(cls: type, attrs: dict[str, Any]) -> None:

@@ -170,3 +170,23 @@ def test_enums_come_back_with_their_members_and_methods():
     assert tone is back["Tone"].COOL and tone.shout() == "COOL" and tone == "cool"
     assert size is back["Size"].M and size + 1 == 3
     assert issubclass(back["Tone"], back["Base"]) and isinstance(tone, enum.Enum)
+
+
+def test_a_subclass_is_made_again_without_its_bases_init_subclass():
+    """What `__init_subclass__` did when the cells made the class is in the state; run again
+    while loading, it did it twice (and read globals not back yet)."""
+    namespace: dict = {"__name__": "__main__"}
+    exec("class Plugin:\n"
+         "    registry = []\n"
+         "    def __init_subclass__(cls, **kwargs):\n"
+         "        super().__init_subclass__(**kwargs)\n"
+         "        Plugin.registry.append(cls.__name__)\n"
+         "class Csv(Plugin):\n"
+         "    pass\n", namespace)
+    data, dropped = persist.dump(namespace, ["Plugin", "Csv"], {})
+    assert dropped == {}
+    back: dict = {}
+    assert persist.load(data, back, {}) == {}
+    assert back["Plugin"].registry == ["Csv"] and issubclass(back["Csv"], back["Plugin"])
+    exec("class Json(Plugin):\n    pass\n", back)
+    assert back["Plugin"].registry == ["Csv", "Json"]
