@@ -44,19 +44,41 @@ def _namespace(own: dict[str, Any] | None) -> dict[str, Any]:
     return _globals if own is None else {"__builtins__": __builtins__, **own}
 
 
-def _new_function(code: bytes, name: str, qualname: str,
-                  own: dict[str, Any] | None = None) -> types.FunctionType:
-    fn = types.FunctionType(marshal.loads(code), _namespace(own), name)
+def _new_function(code: bytes, name: str, qualname: str, own: dict[str, Any] | None = None,
+                  cells: tuple[types.CellType, ...] | None = None) -> types.FunctionType:
+    fn = types.FunctionType(marshal.loads(code), _namespace(own), name, None, cells)
     fn.__qualname__ = qualname
     return fn
+
+
+def _new_function_with_cells(code: bytes, name: str, qualname: str,
+                             own: dict[str, Any] | None, cells: int) -> types.FunctionType:
+    """Its cells empty: `_set_function_state` fills them once the function is made, since
+    what they hold may be the function itself (a closure that calls itself)."""
+    return _new_function(code, name, qualname, own, tuple(types.CellType() for _ in range(cells)))
 
 
 def _new_function_with_closure(code: bytes, name: str, qualname: str, own: dict[str, Any] | None,
                                closure: tuple[Any, ...]) -> types.FunctionType:
-    fn = types.FunctionType(marshal.loads(code), _namespace(own), name, None,
-                            tuple(types.CellType(v) for v in closure))
-    fn.__qualname__ = qualname
-    return fn
+    """As states saved before `_new_function_with_cells` made functions with a closure."""
+    return _new_function(code, name, qualname, own, tuple(types.CellType(v) for v in closure))
+
+
+class _Empty:
+    """What a closure's cell that held nothing (a name not assigned yet) is saved as."""
+
+    def __reduce__(self) -> str:
+        return "_EMPTY"  # by name: the very object
+
+
+_EMPTY = _Empty()
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
 
 
 class _Pickler(pickle.Pickler):
@@ -91,10 +113,10 @@ class _Pickler(pickle.Pickler):
             state = {"defaults": obj.__defaults__, "kwdefaults": obj.__kwdefaults__,
                      "annotations": obj.__annotations__, "doc": obj.__doc__,
                      "dict": obj.__dict__}
-            if obj.__closure__:
-                contents = tuple(c.cell_contents for c in obj.__closure__)
-                return (_new_function_with_closure, (code, obj.__name__, obj.__qualname__, own,
-                                                     contents), state, None, None,
+            if obj.__closure__:  # filled once made: a closure may hold the function itself
+                state["closure"] = tuple(_contents(c) for c in obj.__closure__)
+                return (_new_function_with_cells, (code, obj.__name__, obj.__qualname__, own,
+                                                   len(obj.__closure__)), state, None, None,
                         _set_function_state)
             return (_new_function, (code, obj.__name__, obj.__qualname__, own), state, None,
                     None, _set_function_state)
@@ -118,6 +140,9 @@ def _findable(obj: Any) -> bool:
 
 
 def _set_function_state(fn: types.FunctionType, state: dict[str, Any]) -> None:
+    for cell, value in zip(fn.__closure__ or (), state.get("closure", ())):
+        if value is not _EMPTY:
+            cell.cell_contents = value
     fn.__defaults__ = state["defaults"]
     fn.__kwdefaults__ = state["kwdefaults"]
     fn.__annotations__ = state["annotations"]

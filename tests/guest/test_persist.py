@@ -190,3 +190,30 @@ def test_a_subclass_is_made_again_without_its_bases_init_subclass():
     assert back["Plugin"].registry == ["Csv"] and issubclass(back["Csv"], back["Plugin"])
     exec("class Json(Plugin):\n    pass\n", back)
     assert back["Plugin"].registry == ["Csv", "Json"]
+
+
+def test_closures_that_hold_their_own_function_come_back():
+    """A closure's contents went with the function's making: one that calls itself (or two
+    that call each other) recursed until the pickler gave up, and the name was lost."""
+    namespace: dict = {"__name__": "__main__"}
+    exec("def outer():\n"
+         "    def walk(n):\n"
+         "        return walk(n - 1) + 1 if n else 0\n"
+         "    def later():\n"
+         "        return unset\n"
+         "    def ping(n):\n"
+         "        return pong(n - 1) if n else 'ping'\n"
+         "    def pong(n):\n"
+         "        return ping(n - 1) if n else 'pong'\n"
+         "    out = walk, later, ping\n"
+         "    unset = 1\n"
+         "    del unset\n"
+         "    return out\n"
+         "walk, later, ping = outer()\n", namespace)
+    data, dropped = persist.dump(namespace, ["walk", "later", "ping"], {})
+    assert dropped == {}
+    back: dict = {}
+    assert persist.load(data, back, {}) == {}
+    assert back["walk"](5) == 5 and back["ping"](3) == "pong"
+    with pytest.raises(NameError):  # its cell empty, as it was
+        back["later"]()
