@@ -7,6 +7,8 @@ annotations as a dict instead, an ABC's cache), and the kinds whose metaclass wi
 an empty class (enums, TypedDicts) are made by their functional API. Some objects inside such
 classes need to be found by name rather than copied: the dataclasses module's markers, which
 fields() and the generated methods test by identity, and a function's lru_cache wrapper.
+Others are made without calling what the cells wrote: an exception of theirs, whose __init__
+rarely takes its own `args`; and a TypeVar of theirs is made again, not looked for by name.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ closure holds the class body's namespace (they go as a dict instead); an ABC's r
 _MARKERS = ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
 
 
-def new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
+def new_class(meta: type, name: str, bases: tuple[type, ...],
+              orig_bases: tuple[Any, ...] | None = None) -> type:
     """An empty class, made without the `__init_subclass__` the cells gave its bases: what it
     did the first time is in the state being loaded (a registry's entries, say), so running
     it again would do it twice; and the globals it reads are not back yet."""
@@ -37,8 +40,11 @@ def new_class(meta: type, name: str, bases: tuple[type, ...]) -> type:
     saved = [(c, c.__dict__["__init_subclass__"]) for c in hooks.values()]
     for c, _hook in saved:
         c.__init_subclass__ = _quiet  # type: ignore[assignment, method-assign]
+    body: dict[str, Any] = {"__module__": "__main__"}
+    if orig_bases is not None:  # `Generic[T]` as written: typing's own checks read it
+        body["__orig_bases__"] = orig_bases
     try:
-        return meta(name, bases, {"__module__": "__main__"})
+        return meta(name, bases, body)
     finally:
         for c, hook in saved:
             type.__setattr__(c, "__init_subclass__", hook)
@@ -68,7 +74,10 @@ def class_by_value(cls: type, main: dict[str, Any]) -> tuple[Any, ...]:
     annotations = _annotations(cls)
     if annotations is not None:
         attrs["__annotations__"] = annotations
-    return new_class, (type(cls), cls.__name__, cls.__bases__), attrs, None, None, set_class
+    made = (type(cls), cls.__name__, cls.__bases__)
+    if "__orig_bases__" in attrs:
+        made += (attrs["__orig_bases__"],)
+    return new_class, made, attrs, None, None, set_class
 
 
 def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
@@ -87,7 +96,29 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
         if isinstance(wrapped, types.FunctionType) and by_value(wrapped):
             params = obj.cache_parameters()  # its cache stays behind
             return _new_cached, (wrapped, params["maxsize"], params["typed"])
+    elif kind.__module__ == "__main__" and isinstance(obj, BaseException):
+        # Pickled as usual, it is made again by calling the class with `args`, which an
+        # __init__ of the cells' own rarely takes (`AppError(code, msg)` passes up `msg`).
+        return _new_exception, (kind, obj.args), obj.__dict__ or None
+    elif kind.__module__ == "typing" and kind.__name__ == "TypeVar" \
+            and getattr(obj, "__module__", None) == "__main__":  # found by name otherwise
+        return _new_type_var, (obj.__name__, obj.__constraints__, obj.__bound__,
+                               obj.__covariant__, obj.__contravariant__)
     return NotImplemented
+
+
+def _new_exception(kind: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    return BaseException.__new__(kind, *args)
+
+
+def _new_type_var(name: str, constraints: tuple[Any, ...], bound: Any, covariant: bool,
+                  contravariant: bool) -> Any:
+    import typing
+
+    made = typing.TypeVar(name, *constraints, bound=bound, covariant=covariant,
+                          contravariant=contravariant)
+    made.__module__ = "__main__"
+    return made
 
 
 def _annotations(cls: type) -> dict[str, Any] | None:

@@ -217,3 +217,27 @@ def test_closures_that_hold_their_own_function_come_back():
     assert back["walk"](5) == 5 and back["ping"](3) == "pong"
     with pytest.raises(NameError):  # its cell empty, as it was
         back["later"]()
+
+
+def test_exceptions_generics_and_type_vars_of_the_cells_come_back():
+    namespace: dict = {"__name__": "__main__"}
+    exec("import typing\n"
+         "T = typing.TypeVar('T', bound=int)\n"
+         "class Box(typing.Generic[T]):\n"
+         "    def __init__(self, v):\n"
+         "        self.v = v\n"
+         "class AppError(Exception):\n"
+         "    def __init__(self, code, message):\n"
+         "        super().__init__(message)\n"
+         "        self.code = code\n"
+         "box = Box[int](3)\n"
+         "errors = [AppError(404, 'missing')]\n", namespace)
+    names = ["T", "Box", "AppError", "box", "errors"]
+    data, dropped = persist.dump(namespace, names, {})
+    assert dropped == {}
+    back: dict = {}
+    assert persist.load(data, back, {}) == {}
+    (error,) = back["errors"]
+    assert type(error) is back["AppError"] and error.code == 404 and str(error) == "missing"
+    assert back["Box"].__parameters__ == (back["T"],) and back["T"].__bound__ is int
+    assert isinstance(back["box"], back["Box"]) and back["box"].v == 3
