@@ -9,6 +9,7 @@ classes need to be found by name rather than copied: the dataclasses module's ma
 fields() and the generated methods test by identity, and a function's lru_cache wrapper.
 Others are made without calling what the cells wrote: an exception of theirs, whose __init__
 rarely takes its own `args`; and a TypeVar of theirs is made again, not looked for by name.
+A sqlite3 connection opens its file again, or an in-memory database with what it held.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
         if isinstance(wrapped, types.FunctionType) and by_value(wrapped):
             params = obj.cache_parameters()  # its cache stays behind
             return _new_cached, (wrapped, params["maxsize"], params["typed"])
+    elif kind.__module__ == "sqlite3" and kind.__name__ == "Connection":
+        return _sqlite(obj)
     elif kind.__module__ == "__main__" and isinstance(obj, BaseException):
         # Pickled as usual, it is made again by calling the class with `args`, which an
         # __init__ of the cells' own rarely takes (`AppError(code, msg)` passes up `msg`).
@@ -105,6 +108,22 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
         return _new_type_var, (obj.__name__, obj.__constraints__, obj.__bound__,
                                obj.__covariant__, obj.__contravariant__)
     return NotImplemented
+
+
+def _sqlite(conn: Any) -> Any:
+    """A database connection: to its file again (the folder is not rolled back, so it reads
+    what the file holds then), or an in-memory database with its contents."""
+    (path,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+    return _new_sqlite, (path or None, None if path else conn.serialize())
+
+
+def _new_sqlite(path: str | None, contents: bytes | None) -> Any:
+    import sqlite3
+
+    conn = sqlite3.connect(path or ":memory:")
+    if contents is not None:
+        conn.deserialize(contents)
+    return conn
 
 
 def _new_exception(kind: type[BaseException], args: tuple[Any, ...]) -> BaseException:

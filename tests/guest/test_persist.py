@@ -241,3 +241,22 @@ def test_exceptions_generics_and_type_vars_of_the_cells_come_back():
     assert type(error) is back["AppError"] and error.code == 404 and str(error) == "missing"
     assert back["Box"].__parameters__ == (back["T"],) and back["T"].__bound__ is int
     assert isinstance(back["box"], back["Box"]) and back["box"].v == 3
+
+
+def test_sqlite_connections_come_back_to_their_data(tmp_path):
+    import sqlite3
+
+    memory = sqlite3.connect(":memory:")
+    memory.execute("create table t (v)")
+    memory.executemany("insert into t values (?)", [(1,), (2,)])
+    memory.commit()
+    on_disk = sqlite3.connect(tmp_path / "kept.db")
+    on_disk.execute("create table t (v)")
+    on_disk.execute("insert into t values (3)")
+    on_disk.commit()
+    back, dropped, _ = _round_trip({"memory": memory, "on_disk": on_disk})
+    assert dropped == {}
+    assert back["memory"].execute("select sum(v) from t").fetchone() == (3,)
+    assert back["on_disk"].execute("select v from t").fetchall() == [(3,)]
+    memory.execute("insert into t values (10)")  # the two are apart from then on
+    assert back["memory"].execute("select count(*) from t").fetchone() == (2,)
