@@ -183,13 +183,18 @@ class CellRunner:
         set_python_note(limits.get("python_note"))
         figures.configure(limits)
 
-    def _user_keys(self) -> list[str]:
-        """The cells' global names, sorted (`globals()[1] = 2` makes a key that is no name)."""
-        return sorted(k for k in self.ns.keys() - self.baseline
-                      if type(k) is str and k != "_" and not k.startswith("__"))
+    def own_keys(self) -> set[Any]:
+        """The namespace's keys that are not the baseline's (`own`, when known)."""
+        return self.own if self.own is not None else self.ns.keys() - self.baseline
+
+    @staticmethod
+    def _user_keys(own: set[Any]) -> list[str]:
+        """The cells' global names among `own`, sorted (`globals()[1] = 2` makes a key that
+        is no name)."""
+        return sorted(k for k in own if type(k) is str and k != "_" and not k.startswith("__"))
 
     def user_names(self) -> list[str]:
-        return [_shown(k) for k in self._user_keys()[:_MAX_NAMES]]
+        return [_shown(k) for k in self._user_keys(self.own_keys())[:_MAX_NAMES]]
 
     def _loop_for_cell(self) -> Any:
         if self._loop is None or self._loop.is_closed():
@@ -245,7 +250,7 @@ class CellRunner:
         if streamer is not None:
             streamer.start()
         ns = self.ns
-        own = self.own if self.own is not None else ns.keys() - self.baseline
+        own = self.own_keys()
         self.own = None  # until this cell's end takes them again
         before = {k: id(ns.get(k)) for k in own}
         result: dict[str, Any] = {"ok": True}
@@ -280,8 +285,8 @@ class CellRunner:
             result["stdout"] = out.result()
         if err.total:
             result["stderr"] = err.result()
-        self.own = own = ns.keys() - self.baseline
-        keys = sorted(k for k in own if type(k) is str and k != "_" and not k.startswith("__"))
+        self.own = ns.keys() - self.baseline
+        keys = self._user_keys(self.own)
         names = [_shown(k) for k in keys[:_MAX_NAMES]]
         if names != self._names:
             result["names"] = self._names = names

@@ -87,9 +87,8 @@ class Guest:
 
     def _kept_names(self) -> list[str]:
         """The names a checkpoint or a snapshot keeps."""
-        runner = self.runner
-        own = runner.own if runner.own is not None else runner.ns.keys() - runner.baseline
-        return sorted(k for k in own if type(k) is str and not k.startswith("__"))
+        return sorted(k for k in self.runner.own_keys()
+                      if type(k) is str and not k.startswith("__"))
 
     def _point_after(self) -> str | None:
         """After a cell whose host keeps checkpoints: "same" when the variables hold what
