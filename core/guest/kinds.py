@@ -9,7 +9,8 @@ classes need to be found by name rather than copied: the dataclasses module's ma
 fields() and the generated methods test by identity, and a function's lru_cache wrapper.
 Others are made without calling what the cells wrote: an exception of theirs, whose __init__
 rarely takes its own `args`; and a TypeVar of theirs is made again, not looked for by name.
-A sqlite3 connection opens its file again, or an in-memory database with what it held.
+A sqlite3 connection opens its file again, or an in-memory database with what it held. A
+dict's keys, values or items view is made again on its dict, which comes along.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ _SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__", "__annotate_func__",
 """Made by Python for each class: 3.14 computes annotations lazily, through a function whose
 closure holds the class body's namespace (they go as a dict instead); an ABC's registry."""
 _MARKERS = ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
+_VIEWS = {f"{prefix}_{kind}": kind for prefix in ("dict", "odict")
+          for kind in ("keys", "values", "items")}
+"""A dict view's type, by name: the method that makes it."""
 
 
 def new_class(meta: type, name: str, bases: tuple[type, ...],
@@ -99,6 +103,8 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
             return _new_cached, (wrapped, params["maxsize"], params["typed"])
     elif kind.__module__ == "sqlite3" and kind.__name__ == "Connection":
         return _sqlite(obj)
+    elif kind.__module__ == "builtins" and kind.__name__ in _VIEWS:
+        return _dict_view(obj, _VIEWS[kind.__name__])
     elif kind.__module__ == "__main__" and isinstance(obj, BaseException):
         # Pickled as usual, it is made again by calling the class with `args`, which an
         # __init__ of the cells' own rarely takes (`AppError(code, msg)` passes up `msg`).
@@ -108,6 +114,20 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
         return _new_type_var, (obj.__name__, obj.__constraints__, obj.__bound__,
                                obj.__covariant__, obj.__contravariant__)
     return NotImplemented
+
+
+def _dict_view(view: Any, method: str) -> Any:
+    """A live view of its dict: made again on that dict (the very one, where the state holds
+    it elsewhere too). The view shows its dict only through a read-only proxy, whose one
+    referent is the dict itself."""
+    import gc
+
+    (mapping,) = gc.get_referents(view.mapping)
+    return _new_dict_view, (mapping, method)
+
+
+def _new_dict_view(mapping: dict[Any, Any], method: str) -> Any:
+    return getattr(mapping, method)()
 
 
 def _sqlite(conn: Any) -> Any:

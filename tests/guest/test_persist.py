@@ -4,6 +4,7 @@ interpreter: one pickle, in C for plain data, with every type and every shared o
 from __future__ import annotations
 
 import array
+import collections
 import io
 import marshal
 import pickle
@@ -260,3 +261,19 @@ def test_sqlite_connections_come_back_to_their_data(tmp_path):
     assert back["on_disk"].execute("select v from t").fetchall() == [(3,)]
     memory.execute("insert into t values (10)")  # the two are apart from then on
     assert back["memory"].execute("select count(*) from t").fetchone() == (2,)
+
+
+def test_dict_views_come_back_live_on_their_dict():
+    """A view shows its dict only through a read-only proxy: made again on the dict itself,
+    so a key added after the restore shows in the view."""
+    data = {"a": 1}
+    ordered = collections.OrderedDict(b=2)
+    values = {"data": data, "keys": data.keys(), "vals": data.values(), "items": data.items(),
+              "ordered": ordered.keys(), "alone": {"z": 3}.items()}
+    back, dropped, _ = _round_trip(values)
+    assert dropped == {}
+    back["data"]["new"] = 5
+    assert list(back["keys"]) == ["a", "new"] and list(back["vals"]) == [1, 5]
+    assert list(back["items"]) == [("a", 1), ("new", 5)]
+    assert type(back["ordered"]) is type(ordered.keys()) and list(back["ordered"]) == ["b"]
+    assert list(back["alone"]) == [("z", 3)]
