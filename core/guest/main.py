@@ -229,7 +229,23 @@ def serve(first: bytes | None = None) -> None:
     `first`: the host's answer to "ready", where the turn brought it."""
     if _loop is None:
         raise RuntimeError("tooliscode_guest.main.start was not called")
+    _forget_turn_sources()
     _loop.serve(first)
+
+
+def _forget_turn_sources() -> None:
+    """The data runtime's reactor registers each turn's source with linecache, as a prompt
+    does for tracebacks, under a new name (`<turn N>`) each turn, and never lets it go: an
+    entry per turn, and a turn per cell once rollback points end them. Our turns run this
+    loop's own line, which no traceback of a cell needs; the entries go once there are a few
+    (so a cell pays for the scan once in a while, not each time)."""
+    cache = getattr(sys.modules.get("linecache"), "_interactive_cache", None)
+    if type(cache) is not dict or len(cache) < _TURN_SOURCES_KEPT:
+        return
+    for key, entry in list(cache.items()):
+        if type(entry) is tuple and len(entry) == 4 and type(entry[3]) is str \
+                and entry[3].startswith("<turn "):
+            del cache[key]
 
 
 class _Loop:
@@ -283,6 +299,8 @@ def forget_session() -> None:
 
 _OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
 _RESERVE_BYTES = 256 * 1024
+_TURN_SOURCES_KEPT = 64
+"""Registered sources linecache may hold before the turns' are let go (`_forget_turn_sources`)."""
 """Memory held back from user code and let go when a cell runs out, so the loop can still
 describe the failure and report it to the host."""
 

@@ -95,3 +95,19 @@ def test_twenty_sessions_a_hundred_cells_each_leave_nothing_behind():
     assert fds2 <= fds1 + 2
     assert rss2 <= rss1 * 1.15 + 64, "memory grew from one round to the next"
     assert objects2 - objects1 < SESSIONS * CELLS // 4, "Python objects piled up per cell"
+
+
+def test_cells_leave_nothing_behind_in_the_interpreter():
+    """Per cell, the interpreter keeps the cell's source (for its tracebacks) and no object
+    the collector tracks. (On `data`, the reactor kept each turn's source in linecache: two
+    such objects a cell, once rollback points end a turn per cell.)"""
+    count = "import gc\ngc.collect()\nlen(gc.get_objects())"
+    with Session([lookup]) as session:
+        for cell in range(20):
+            assert session.run(f"total = lookup(key='k', n={cell})['n']").ok
+        before = int(session.run(count).value)
+        for cell in range(300):
+            r = session.run(f"total = lookup(key='k', n={cell})['n']")
+            assert r.ok, r.error
+        after = int(session.run(count).value)
+    assert after - before < 60, f"{after - before} objects piled up in 300 cells"
