@@ -188,8 +188,25 @@ class Steering:
                                         self._timeout(tool))
             else:
                 s.answer = self._decided(s.n, s.tool, s.arguments, decision)
+        if any(s.answer is not None for s in held):
+            self._run_approved([s.future for s in held if s.answer is None])
+
+    def _run_approved(self, pending: list[cf.Future]) -> None:
+        """Wait for the approved calls of a batch that also holds a refusal. The refusal is
+        answered at once, so it would reach the code first; a `gather` that raises on it
+        ends the cell, and the approved calls are cancelled with it, perhaps before they ran.
+        A person approved them: they run. Bounded by a cancel and the cell's time limit."""
+        while pending and not self.cancelled:
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            cf.wait(pending, timeout=_APPROVED_POLL_S if left is None else
+                    min(_APPROVED_POLL_S, left))
+            pending = [f for f in pending if not f.done()]
 
 
+_APPROVED_POLL_S = 0.05
+"""How often waiting for approved calls looks for a cancel of the cell."""
 ANSWERED: cf.Future = cf.Future()
 ANSWERED.set_result(None)
 

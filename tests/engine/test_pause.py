@@ -4,6 +4,7 @@ answered from the log). Counters at the tools prove that nothing runs twice."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import subprocess
 import sys
@@ -48,6 +49,16 @@ async def asend(to: str) -> str:
         raise CallPaused("approval")
     RAN["asend"] += 1
     return f"async sent to {to}"
+
+
+async def aslow(to: str) -> str:
+    """An async tool that needs approval and takes a while once approved."""
+    call = current_call()
+    if call is None or not call.approved:
+        raise CallPaused("approval")
+    await asyncio.sleep(0.2)
+    RAN["aslow"] += 1
+    return f"slowly sent to {to}"
 
 
 TOOLS = [find_late_orders, send_email, ping, asend]
@@ -114,6 +125,19 @@ def test_gathered_gated_calls_pause_together(session):
                         ids["c"]: Decision.reject("no")})
     assert not r.ok and "ToolError: no" in r.error
     assert RAN == {"ping": 1, "send_email": 1, "asend": 1}
+
+
+def test_approved_calls_run_though_a_refusal_beside_them_ends_the_code():
+    """The refusal is answered at once, so the code hears of it first, and the `gather` that
+    raises on it ends the cell: the approved call beside it still runs (a person approved
+    it), before the code goes on."""
+    with Session([send_email, aslow], limits=Limits(timeout_s=20)) as s:
+        r = s.run("import asyncio\nawait asyncio.gather(aslow(to='a'), "
+                  "send_email(to='b', body='x'))", call_id="call_9")
+        ids = {p.arguments["to"]: p.id for p in r.paused}
+        r = s.resume({ids["a"]: Decision.approve(), ids["b"]: Decision.reject("no")})
+        assert not r.ok and "ToolError: no" in r.error
+        assert RAN == {"aslow": 1}
 
 
 def test_a_hundred_calls_and_one_gated_make_101_calls_across_the_pause(session):
