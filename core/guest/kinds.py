@@ -30,9 +30,9 @@ _SKIPPED_ATTRS = {"__dict__", "__weakref__", "__module__", "__annotate_func__",
 """Made by Python for each class: 3.14 computes annotations lazily, through a function whose
 closure holds the class body's namespace (they go as a dict instead); an ABC's registry."""
 _MARKERS = ("MISSING", "KW_ONLY", "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR")
-_VIEWS = {f"{prefix}_{kind}": kind for prefix in ("dict", "odict")
+_VIEWS = {f"{prefix}_{kind}": (kind, prefix == "odict") for prefix in ("dict", "odict")
           for kind in ("keys", "values", "items")}
-"""A dict view's type, by name: the method that makes it."""
+"""A dict view's type, by name: the method that makes it, and whether it is OrderedDict's."""
 
 
 def new_class(meta: type, name: str, bases: tuple[type, ...],
@@ -104,7 +104,7 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
     elif kind.__module__ == "sqlite3" and kind.__name__ == "Connection":
         return _sqlite(obj)
     elif kind.__module__ == "builtins" and kind.__name__ in _VIEWS:
-        return _dict_view(obj, _VIEWS[kind.__name__])
+        return _dict_view(obj, *_VIEWS[kind.__name__])
     elif kind.__module__ == "__main__" and isinstance(obj, BaseException):
         # Pickled as usual, it is made again by calling the class with `args`, which an
         # __init__ of the cells' own rarely takes (`AppError(code, msg)` passes up `msg`).
@@ -116,18 +116,22 @@ def reduce(obj: Any, by_value: Callable[[types.FunctionType], bool]) -> Any:
     return NotImplemented
 
 
-def _dict_view(view: Any, method: str) -> Any:
+def _dict_view(view: Any, method: str, ordered: bool) -> Any:
     """A live view of its dict: made again on that dict (the very one, where the state holds
     it elsewhere too). The view shows its dict only through a read-only proxy, whose one
     referent is the dict itself."""
     import gc
 
     (mapping,) = gc.get_referents(view.mapping)
-    return _new_dict_view, (mapping, method)
+    return _new_dict_view, (mapping, method, ordered)
 
 
-def _new_dict_view(mapping: dict[Any, Any], method: str) -> Any:
-    return getattr(mapping, method)()
+def _new_dict_view(mapping: dict[Any, Any], method: str, ordered: bool = False) -> Any:
+    """By the base class's method: a subclass of the cells' may make `keys()` return
+    something else."""
+    import collections
+
+    return getattr(collections.OrderedDict if ordered else dict, method)(mapping)
 
 
 def _sqlite(conn: Any) -> Any:

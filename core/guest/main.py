@@ -299,10 +299,10 @@ def forget_session() -> None:
 
 _OOM_RESULT = {"ok": False, "error": OUT_OF_MEMORY, "error_type": "MemoryError"}
 _RESERVE_BYTES = 256 * 1024
-_TURN_SOURCES_KEPT = 64
-"""Registered sources linecache may hold before the turns' are let go (`_forget_turn_sources`)."""
 """Memory held back from user code and let go when a cell runs out, so the loop can still
 describe the failure and report it to the host."""
+_TURN_SOURCES_KEPT = 64
+"""Registered sources linecache may hold before the turns' are let go (`_forget_turn_sources`)."""
 
 
 def _no_exit(code: Any = None) -> None:

@@ -18,6 +18,13 @@ class Cart:
     pass
 
 
+class Listing(dict):
+    """A dict whose keys() is no view."""
+
+    def keys(self):  # type: ignore[override]
+        return list(super().keys())
+
+
 def _round_trip(values: dict) -> tuple[dict, dict, dict]:
     """(what came back, what was left out, the state's own parts)."""
     data, dropped = persist.dump(values, list(values), {})
@@ -268,8 +275,9 @@ def test_dict_views_come_back_live_on_their_dict():
     so a key added after the restore shows in the view."""
     data = {"a": 1}
     ordered = collections.OrderedDict(b=2)
+    own = Listing(b=2)
     values = {"data": data, "keys": data.keys(), "vals": data.values(), "items": data.items(),
-              "ordered": ordered.keys(), "alone": {"z": 3}.items()}
+              "ordered": ordered.keys(), "alone": {"z": 3}.items(), "own": dict.keys(own)}
     back, dropped, _ = _round_trip(values)
     assert dropped == {}
     back["data"]["new"] = 5
@@ -277,3 +285,4 @@ def test_dict_views_come_back_live_on_their_dict():
     assert list(back["items"]) == [("a", 1), ("new", 5)]
     assert type(back["ordered"]) is type(ordered.keys()) and list(back["ordered"]) == ["b"]
     assert list(back["alone"]) == [("z", 3)]
+    assert type(back["own"]) is type(data.keys()) and list(back["own"]) == ["b"]
