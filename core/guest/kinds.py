@@ -126,7 +126,7 @@ def _dict_view(view: Any, method: str, ordered: bool) -> Any:
     return _new_dict_view, (mapping, method, ordered)
 
 
-def _new_dict_view(mapping: dict[Any, Any], method: str, ordered: bool = False) -> Any:
+def _new_dict_view(mapping: dict[Any, Any], method: str, ordered: bool) -> Any:
     """By the base class's method: a subclass of the cells' may make `keys()` return
     something else."""
     import collections
