@@ -144,3 +144,40 @@ def test_emptying_a_folder_never_follows_links(tmp_path):
     assert empty_folder(folder)
     assert list(folder.iterdir()) == []
     assert (outside / "keep.txt").read_text() == "mine"
+
+
+_COPYING_AT_EXIT = """
+import ctypes, sys, threading
+from tooliscode.runtime._wasmtime.write_back import Mirror
+
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+size = 64 << 20
+address = libc.mmap(None, size, 3, 0x22, -1, 0)  # read-write, private and anonymous
+mirror = Mirror(address, size, 0, b"")
+source = ctypes.create_string_buffer(size)
+copying = threading.Event()
+
+def copy():  # a guest's thread taking a baseline into its mirror as the process ends
+    copying.set()
+    while True:
+        ctypes.memmove(address, source, size)
+
+threading.Thread(target=copy, daemon=True).start()
+copying.wait()
+print("exiting", flush=True)
+"""
+
+
+def test_a_mirror_is_not_unmapped_under_a_copy_into_it_at_exit():
+    """At exit the finalizers run before our exit hook has stopped the guests: a mirror
+    unmapped then, while a guest's thread copied a baseline into it, crashed the process."""
+    import subprocess
+
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", _COPYING_AT_EXIT], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "exiting\n", (done.returncode,
+                                                                    done.stderr[-2000:])

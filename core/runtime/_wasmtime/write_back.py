@@ -127,6 +127,10 @@ class Mirror:
         self.address, self.size = address, size
         self._past_image, self._saved = past_image, saved
         self._unmap = weakref.finalize(self, _unmap, address, size)
+        # Not at exit: the finalizers run then, before our exit hook has stopped the guests,
+        # and a guest's thread copying into its mirror (a baseline) would fault on it. The
+        # process's end unmaps it anyway.
+        self._unmap.atexit = False
         self._out = pagemap.Regions()
 
     @classmethod
