@@ -4,6 +4,7 @@ release of all of them at exit (wasmtime's threads outlive the interpreter other
 from __future__ import annotations
 
 import atexit
+import concurrent.futures as cf
 import functools
 import shutil
 import threading
@@ -45,16 +46,23 @@ class GuestHold:
     workdir: Path
     owns_workdir: bool
 
-    def release(self) -> None:
+    def release(self, idle: bool = False) -> cf.Future | None:
         """Returns at once: the guest's own thread removes our folder once the guest is gone
-        (nothing may write into it after that)."""
+        (nothing may write into it after that). A guest the pool lent, `idle` (no cell runs
+        nor waits), goes back to it with its folder, to be renewed for the next session:
+        the future then says when it is back (or closed)."""
         worker, self.worker = self.worker, None
+        if idle and worker is not None and self.owns_workdir:
+            back = pool_for(worker.runtime).give_back(worker)
+            if back is not None:
+                return back
         remove = functools.partial(shutil.rmtree, self.workdir, ignore_errors=True) \
             if self.owns_workdir else None
         if worker is not None:
             worker.shutdown(remove, quick=self.owns_workdir)
         elif remove is not None:
             remove()
+        return None
 
 
 @atexit.register
@@ -69,6 +77,6 @@ def _shutdown_all() -> None:
         pools = list(_pools.values())
         _pools.clear()
     for pool in pools:
-        pool.close()
+        pool.close(EXIT_WAIT_S)
     join_all(EXIT_WAIT_S)
     close_default_runtime()

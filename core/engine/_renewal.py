@@ -41,6 +41,7 @@ class Renewal:
         worker = session._state.worker
         if worker is None or not session.runtime.renews or not session._state.owns_workdir:
             return None
+        worker.pool_baseline = None  # this baseline (with the session's setup) replaces it
         return cls(session, worker.after_turn(lambda instance: instance.keep_baseline()))
 
     def renew(self) -> bool:

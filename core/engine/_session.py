@@ -295,25 +295,30 @@ class Session(CellRunner, Closing):
 
     def files(self) -> list[FileInfo]:
         """Files in the session folder (symlinks are listed, never followed)."""
-        return list_files(self.workdir)
+        return list_files(self._folder())
 
     def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
         """Read a file the guest wrote; `path` is relative or under /session."""
-        return read_file(self.workdir, path, max_bytes)
+        return read_file(self._folder(), path, max_bytes)
 
     def write_file(self, path: str, data: bytes | str) -> None:
         """Put a file into the session folder for the guest to read."""
-        target = self.workdir.joinpath(*Path(path).parts).resolve()
-        if self.workdir not in target.parents:
+        folder = self._folder()
+        target = folder.joinpath(*Path(path).parts).resolve()
+        if folder not in target.parents:
             raise ValueError(f"not a path inside the session folder: {path!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
     def close(self, wait: bool = False) -> None:
-        """Stop the guest and free its thread, memory and (if ours) folder.
+        """Stop the guest and free its thread, memory and (if ours) folder, or give an idle
+        guest back to the pool it came from, renewed with its folder emptied, for the next
+        session (`WarmPool.give_back`).
 
-        Returns at once: the guest ends on its own thread, which then removes the folder
-        (exit waits for that). `wait=True` returns only once the guest is gone."""
+        Returns at once: the guest ends (or is renewed) on its own thread, which then removes
+        the folder (exit waits for that). `wait=True` returns only once the guest is gone (or
+        back)."""
+        back = None
         if not self._closed:
             self._closed = True
             parked, self._parked = self._parked, None
@@ -321,10 +326,18 @@ class Session(CellRunner, Closing):
                 parked.give_up("the session was closed")
             live.discard(self)
             worker = self._state.worker
-            self._finalizer()
+            self._finalizer.detach()
+            idle = parked is None and self._turn.acquire(blocking=False)
+            try:  # an idle guest may go back to the pool it came from (`WarmPool.give_back`)
+                back = self._state.release(idle=idle)
+            finally:
+                if idle:
+                    self._turn.release()
         else:
             worker = None
-        if wait and worker is not None:
+        if wait and back is not None:
+            cf.wait([back], EXIT_WAIT_S)
+        elif wait and worker is not None:
             worker.join(EXIT_WAIT_S)
 
     # -- internals ----------------------------------------------------------------------
@@ -336,6 +349,14 @@ class Session(CellRunner, Closing):
         notice = state.notice(missing)
         if notice:
             self._notices.append(notice)
+
+    def _folder(self) -> Path:
+        """The session folder, while it is this session's: a folder of our own is removed, or
+        emptied for the next session, once the session is closed (one of the caller's is
+        theirs to read)."""
+        if self._closed and self._state.owns_workdir:
+            raise SessionClosed("this session is closed: its folder is gone")
+        return self.workdir
 
     def _check_open(self) -> None:
         if self._closed:

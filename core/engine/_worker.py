@@ -194,12 +194,20 @@ class Worker:
         self.instance.handler = self._handle
         self.instance.output = self._output
         self.instance.on_change = self._changing
+        self.pool_baseline: cf.Future | None = None
+        """Set by the pool that made this guest: whether it took a baseline (`keep_baseline`)
+        that a session's closing may renew it back to, for the pool (`WarmPool.give_back`).
+        None once anything else took one (a run's renewal) or none can be taken."""
         self.thread = threading.Thread(target=self._main, name="tooliscode-guest", daemon=True)
         self._started = False
         _running.add(self)
         if not self._turns:  # CPython boots now, ahead of the first command
             with self._lock:
                 self._start_thread()
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
 
     @property
     def alive(self) -> bool:

@@ -216,18 +216,23 @@ class Instance(ABC):
         """Before the guest's first turn: become the interpreter `plan` holds."""
         raise SnapshotError(f"{type(self).__name__} cannot load a saved interpreter")
 
-    def keep_baseline(self) -> bool:
+    def keep_baseline(self, grow: bool = True) -> bool:
         """Between turns, right after setup: remember this state as what `renew` returns
-        to. False where the guest cannot be renewed (it is then closed after a run)."""
+        to (a later call takes the place of an earlier one). False where the guest cannot be
+        renewed (it is then closed after a run). `grow`: the guest may first take room to
+        grow into, which is then part of what comes back (not for a pooled guest, whose
+        session's memory limit is not known yet)."""
         return False
 
     def warmed(self) -> None:  # noqa: B027 - optional hook
         """Between turns, after a pooled guest's warm-up: that turn only warmed its pages and
         caches, so a `renew` need not take it again (the guest is as good without it)."""
 
-    def renew(self, workdir: Path) -> bool:
+    def renew(self, workdir: Path, restart: bool = True) -> bool:
         """Between turns: make the guest what it was at `keep_baseline`, its files closed
-        and `workdir` emptied, for another run. False when it cannot be: close it then."""
+        and `workdir` emptied, for another run. False when it cannot be: close it then.
+        `restart`: where its memory cannot be written back, the guest may start again and
+        take its turns up to the baseline once more (False: it is closed instead)."""
         return False
 
 

@@ -52,16 +52,20 @@ def _gone_soon(folder, within_s: float = 10.0) -> bool:
 
 
 def test_temporary_folder_is_deleted_on_close():
+    """Its files go with the session: the folder is removed by the guest's thread once the
+    guest has ended, or emptied for the next session where the guest goes back to its pool
+    (tests/engine/test_pool.py)."""
     s = Session([])
     folder = s.workdir
     s.run("open('x', 'w').write('y')")
     assert folder.exists()
     s.close()
-    assert _gone_soon(folder)  # removed by the guest's thread once it has ended
+    assert _gone_soon(folder / "x")
     s.close()  # twice is fine
     s2 = Session([])
+    s2.run("open('z', 'w').write('1')")
     s2.close(wait=True)
-    assert not s2.workdir.exists()
+    assert not (s2.workdir / "z").exists()
 
 
 def test_closed_session_refuses_work():

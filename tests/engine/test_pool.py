@@ -8,7 +8,9 @@ import shutil
 import time
 from collections.abc import Iterator
 
-from tooliscode import Session
+import pytest
+from tooliscode import Session, SessionClosed
+from tooliscode.engine._live import pool_for
 from tooliscode.engine._pool import WarmPool
 from tooliscode.engine._worker import Worker
 from tooliscode.runtime import resolve_runtime
@@ -65,3 +67,87 @@ def test_a_pooled_guest_renewed_for_another_run_does_not_rehearse_again():
         turns = worker.between_turns(lambda instance: list(instance.script or ()))
         assert [answers for _source, answers in turns] == [[]], turns  # the boot alone
         assert worker.call({"op": "cell", "code": "print(6 * 7)"})["stdout"]["text"] == "42\n"
+
+
+def _lent(runtime) -> Session:
+    """A session whose guest comes from the process's pool, once a pooled guest is ready
+    to be given back (its pool baseline taken)."""
+    pool = pool_for(runtime)
+    pool.refill()
+    deadline = time.monotonic() + 120
+    while runtime.pool_size and runtime.renews and time.monotonic() < deadline:
+        ready = [w for w in pool.idle() if w.pool_baseline is not None
+                 and w.pool_baseline.done() and w.pool_baseline.result()]
+        if ready:
+            break
+        time.sleep(0.02)
+    return Session([secret])
+
+
+def secret(word: str) -> str:
+    """The first session's own tool."""
+    return word.upper()
+
+
+def other() -> str:
+    """The next session's tool."""
+    return "other"
+
+
+_SPOIL = ("import builtins, os, sys\nprint(secret(word='a'))\nx = 41\nbuiltins.spoiled = True\n"
+          "os.environ['K'] = 'v'\nsys.setrecursionlimit(500)\n"
+          "open('/session/f.txt', 'w').write('hi')")
+_LOOK_AFTER = ("import builtins, os, sys\n"
+               "print('x' in globals(), 'secret' in globals(), hasattr(builtins, 'spoiled'),"
+               " os.environ.get('K'), sys.getrecursionlimit(), os.listdir('/session'), other())")
+
+
+def test_a_closed_sessions_guest_serves_the_next_with_nothing_of_it_left():
+    """Where guests can be renewed, a session's pooled guest goes back to the pool when the
+    session closes: its memory written back to what it was when pooled, its folder emptied.
+    The next session finds none of the last one's variables, tools, patched builtins,
+    environment, settings or files, and its own tools work."""
+    runtime = resolve_runtime(None)
+    first = _lent(runtime)
+    lent = first._state.worker
+    assert first.run(_SPOIL).stdout == "A\n"
+    first.close(wait=True)
+    with pytest.raises(SessionClosed, match="its folder is gone"):
+        first.read_file("f.txt")
+    with Session([other]) as second:
+        again = second._state.worker is lent
+        assert again == bool(runtime.pool_size and runtime.renews)
+        r = second.run(_LOOK_AFTER)
+        assert r.stdout == "False False False None 1000 [] other\n", (r.stdout, r.error)
+
+
+def test_a_guest_that_cannot_be_written_back_is_closed_with_its_folder():
+    """A file the session left open is nothing a write-back can take back: the guest is
+    closed instead, its folder removed, and the pool starts another."""
+    runtime = resolve_runtime(None)
+    session = _lent(runtime)
+    lent, folder = session._state.worker, session.workdir
+    assert session.run("kept = open('/session/open.txt', 'w')").ok
+    session.close(wait=True)
+    lent.thread.join(10)
+    assert not lent.thread.is_alive() and not folder.exists()
+    with Session([other]) as second:
+        assert second._state.worker is not lent
+        assert second.run("other()").value == "'other'"
+
+
+def test_sessions_one_after_another_start_no_new_guest(monkeypatch):
+    """Opened and closed one after another, sessions take turns with the pool's guest: no
+    instance, boot or warm-up is paid again (a new guest costs some 10 ms of CPU)."""
+    runtime = resolve_runtime(None)
+    if not (runtime.pool_size and runtime.renews):
+        return  # every session's guest is a new one (from a start image)
+    _lent(runtime).close(wait=True)
+    started = []
+    instantiate = runtime.instantiate
+    monkeypatch.setattr(runtime, "instantiate",
+                        lambda spec: started.append(spec) or instantiate(spec))
+    for n in range(10):
+        with Session([other]) as s:
+            assert s.run(f"print({n} + 1, other())").stdout == f"{n + 1} other\n"
+    assert len(started) <= 1, started

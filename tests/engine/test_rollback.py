@@ -16,6 +16,7 @@ from _cancels import pooled
 from tooliscode import Limits, Session, ToolIsCode
 from tooliscode.durable import FolderStore
 from tooliscode.engine import Cancel
+from tooliscode.engine._live import pool_for
 from tooliscode.engine._worker import _running as running_workers
 
 RELEASE = threading.Event()
@@ -306,11 +307,12 @@ def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
     from tooliscode.engine import _worker
 
     monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
-    with Session([], limits=Limits(timeout_s=1)) as s:
-        assert s.run("x = 1").ok
-        worker = s._state.worker
-    worker.thread.join(10)
-    assert worker.points.point is None and not worker.thread.is_alive()
+    s = Session([], limits=Limits(timeout_s=1))
+    assert s.run("x = 1").ok
+    worker = s._state.worker
+    s.close(wait=True)  # the guest ended, or went back to its pool (a renewal: no point)
+    assert worker.points.point is None
+    assert not worker.thread.is_alive() or worker in pool_for(s.runtime).idle()
     with Session([], limits=Limits(timeout_s=1)) as s:
         assert s.run("x = 1").ok
         r = s.run("x = 2\nwhile True:\n    pass")

@@ -55,10 +55,12 @@ class Kept:
     fds: frozenset[int]
 
     @classmethod
-    def take(cls, guest: ComponentInstance) -> Kept | None:
-        """Between turns, right after setup: None where the memory cannot be found."""
+    def take(cls, guest: ComponentInstance, grow: bool = True) -> Kept | None:
+        """Between turns, right after setup: None where the memory cannot be found. `grow`:
+        take the headroom first, where the guest's memory limit leaves room for it."""
         memory = locate(guest, LOCATE)
-        if memory is not None and memory.size + HEADROOM + _ROOM_LEFT <= guest.memory_bytes:
+        if grow and memory is not None \
+                and memory.size + HEADROOM + _ROOM_LEFT <= guest.memory_bytes:
             try:
                 _quiet_turn(guest, GROW)
             except GuestTrap:

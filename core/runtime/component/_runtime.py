@@ -148,18 +148,23 @@ class ComponentInstance(WatchedGuest):
         if self.script:
             self.script.pop()
 
-    def keep_baseline(self) -> bool:
+    def keep_baseline(self, grow: bool = True) -> bool:
         """Right after setup: its memory (written back by `renew`, where it can be found),
-        and the turns so far (played again in a new instance where it cannot)."""
-        self._baseline, self.script = self.script, None
-        self._kept = Kept.take(self)
+        and the turns so far (played again in a new instance where it cannot). The turns go
+        on being noted, our own here aside: a session's setup may take a baseline after the
+        pool's."""
+        script, self.script = self.script, None
+        self._baseline = script
+        self._forget_memory()
+        self._kept = Kept.take(self, grow)
+        self.script = None if script is None else list(script)
         return bool(self._baseline)
 
-    def renew(self, workdir: Path) -> bool:
+    def renew(self, workdir: Path, restart: bool = True) -> bool:
         """Between turns: this guest as it was at `keep_baseline`, its folder emptied: its
-        memory written back, or else a new instance in a new store given the turns this one
-        took with the same answers (so it boots and sets up as this one did). Either way with
-        new random seeds. False when it cannot be: close it then."""
+        memory written back, or else (`restart`) a new instance in a new store given the turns
+        this one took with the same answers (so it boots and sets up as this one did). Either
+        way with new random seeds. False when it cannot be: close it then."""
         if self._baseline is None or self._stop_reason is not None \
                 or not empty_folder(workdir):
             return False
@@ -167,9 +172,9 @@ class ComponentInstance(WatchedGuest):
         self._quota.hit = self._changed = self._too_many_open = False
         self.pending = None
         if self._kept is not None and self._kept.write_back(self):
-            self._prefix = RESEED
+            self._prefix, self.script = RESEED, list(self._baseline)
             return True
-        return self._start_again()
+        return restart and self._start_again()
 
     def _start_again(self) -> bool:
         """A new instance in this one's place, given the turns this one took."""
@@ -182,7 +187,7 @@ class ComponentInstance(WatchedGuest):
         self._trap_reason, self._prefix = None, ""
         self._forget_memory()
         self._start()
-        handler = self.handler
+        handler, self.script = self.handler, None  # the turns taken again are the baseline's
         try:
             for source, answers in baseline:
                 replies = iter(answers)
@@ -193,6 +198,7 @@ class ComponentInstance(WatchedGuest):
         finally:
             self.handler = handler
         self._kept = Kept.take(self)
+        self.script = list(baseline)
         return True
 
     @property

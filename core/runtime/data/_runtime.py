@@ -207,7 +207,7 @@ class DataInstance(WasmtimeInstance):
         if name == "fd_renumber":
             fds.add(other)
 
-    def keep_baseline(self) -> bool:
+    def keep_baseline(self, grow: bool = True) -> bool:
         """Between turns, right after setup: remember this memory as what `renew` returns to.
         False when it cannot be renewed (not from an image, no page map)."""
         if self.image is None or self.fds is None or "fd_close" not in self._rt.forwarded \
@@ -217,7 +217,7 @@ class DataInstance(WasmtimeInstance):
         self._baseline = renewal.capture(base, size, frozenset(self.fds))
         return self._baseline is not None
 
-    def renew(self, workdir: Path) -> bool:
+    def renew(self, workdir: Path, restart: bool = True) -> bool:
         """Between turns: make this guest what it was at `keep_baseline`, for another run
         (its files closed, `workdir` emptied, its memory written back, new random seeds).
         False when it cannot be: it must be closed then."""
