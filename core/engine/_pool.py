@@ -159,10 +159,11 @@ class WarmPool:
                     return
                 try:
                     worker = self.start_worker(workdir)
-                    with self._lock:
-                        if not self._closed:
+                    with self._lock:  # (a caller may adopt it as soon as it is `_booting`)
+                        closed = self._closed
+                        if not closed:
                             self._booting = worker
-                    if self._booting is not worker:  # closed meanwhile: not booted at all
+                    if closed:  # closed meanwhile: not booted at all
                         _discard(worker)
                         return
                     worker.booted.wait()
