@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from tooliscode import Session, SessionClosed
+from tooliscode.engine import _pool
 from tooliscode.engine._live import pool_for
 from tooliscode.engine._pool import WarmPool
 from tooliscode.engine._worker import Worker
@@ -72,6 +73,11 @@ def test_a_pooled_guest_renewed_for_another_run_does_not_rehearse_again():
 def _lent(runtime) -> Session:
     """A session whose guest comes from the process's pool, once a pooled guest is ready
     to be given back (its pool baseline taken)."""
+    _pool_ready(runtime)
+    return Session([secret])
+
+
+def _pool_ready(runtime) -> None:
     pool = pool_for(runtime)
     pool.refill()
     deadline = time.monotonic() + 120
@@ -81,7 +87,6 @@ def _lent(runtime) -> Session:
         if ready:
             break
         time.sleep(0.02)
-    return Session([secret])
 
 
 def secret(word: str) -> str:
@@ -102,7 +107,16 @@ _LOOK_AFTER = ("import builtins, os, sys\n"
                " os.environ.get('K'), sys.getrecursionlimit(), os.listdir('/session'), other())")
 
 
-def test_a_closed_sessions_guest_serves_the_next_with_nothing_of_it_left():
+@pytest.fixture
+def patient_refill(monkeypatch):
+    """The refill waits for a guest to come back as long as a test may take (on a loaded
+    machine a session can outlast the usual tenth of a second, and the refill's new guest
+    would then fill the pool first). The pool is filled first, at the usual pace."""
+    _pool_ready(resolve_runtime(None))
+    monkeypatch.setattr(_pool, "_REFILL_AFTER_S", 60.0)
+
+
+def test_a_closed_sessions_guest_serves_the_next_with_nothing_of_it_left(patient_refill):
     """Where guests can be renewed, a session's pooled guest goes back to the pool when the
     session closes: its memory written back to what it was when pooled, its folder emptied.
     The next session finds none of the last one's variables, tools, patched builtins,
@@ -136,7 +150,7 @@ def test_a_guest_that_cannot_be_written_back_is_closed_with_its_folder():
         assert second.run("other()").value == "'other'"
 
 
-def test_sessions_one_after_another_start_no_new_guest(monkeypatch):
+def test_sessions_one_after_another_start_no_new_guest(monkeypatch, patient_refill):
     """Opened and closed one after another, sessions take turns with the pool's guest: no
     instance, boot or warm-up is paid again (a new guest costs some 10 ms of CPU)."""
     runtime = resolve_runtime(None)
@@ -148,6 +162,7 @@ def test_sessions_one_after_another_start_no_new_guest(monkeypatch):
     monkeypatch.setattr(runtime, "instantiate",
                         lambda spec: started.append(spec) or instantiate(spec))
     for n in range(10):
-        with Session([other]) as s:
-            assert s.run(f"print({n} + 1, other())").stdout == f"{n + 1} other\n"
-    assert len(started) <= 1, started
+        s = Session([other])
+        assert s.run(f"print({n} + 1, other())").stdout == f"{n + 1} other\n"
+        s.close(wait=True)  # (a loaded machine may otherwise start one beside a slow renewal)
+    assert started == [], started
