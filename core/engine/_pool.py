@@ -221,12 +221,8 @@ class WarmPool:
 def _renew(worker: Worker, instance: Any) -> bool:
     """On the guest's thread: as it was when pooled, with nothing of its session's left (its
     tools, limits and rollback point included); False when it cannot be."""
-    if not instance.renew(worker.workdir, restart=False):
-        return False
-    worker.points.forget()
     worker.ops = None
-    worker.configure(Limits())()
-    return True
+    return worker.renewed(instance, Limits(), restart=False)
 
 
 def _discard(worker: Worker) -> None:

@@ -13,9 +13,9 @@ and setup turns it took, with the answers it was given (`runtime/component/_runt
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from ._session import Session
 
@@ -55,15 +55,7 @@ class Renewal:
             worker = session._state.worker
             if worker is None or not worker.alive:
                 return False
-            configure, folder = worker.configure(session.limits), session.workdir
-
-            def renew(instance: Any) -> bool:
-                if not instance.renew(folder):
-                    return False
-                worker.points.forget()  # the last run's state is nothing to come back to
-                configure()  # its limits as given (a memory error raised them once)
-                return True
-
+            renew = functools.partial(worker.renewed, limits=session.limits)
             if not worker.between_turns(renew, _RENEW_TIMEOUT_S, forgets=True):
                 return False
             session._forget_cells()

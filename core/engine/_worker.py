@@ -297,6 +297,17 @@ class Worker:
 
         return apply
 
+    def renewed(self, instance: Any, limits: Limits, restart: bool = True) -> bool:
+        """An `after_turn` action: the guest made as new for another run or session
+        (`Instance.renew`, in this guest's folder), with no rollback point of the last one
+        (nothing to come back to) and `limits` as given (a memory error raised them once).
+        False when it cannot be: close it then."""
+        if not instance.renew(self.workdir, restart):
+            return False
+        self.points.forget()
+        self.configure(limits)()
+        return True
+
     def _after_memory_error(self) -> None:
         """Once the guest has hit its memory limit, raise the limit a little, once: variables
         may hold all of it, and without room the guest could not even run `del big`."""

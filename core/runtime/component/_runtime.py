@@ -153,11 +153,10 @@ class ComponentInstance(WatchedGuest):
         and the turns so far (played again in a new instance where it cannot). The turns go
         on being noted, our own here aside: a session's setup may take a baseline after the
         pool's."""
-        script, self.script = self.script, None
-        self._baseline = script
+        self._baseline, self.script = self.script, None
         self._forget_memory()
         self._kept = Kept.take(self, grow)
-        self.script = None if script is None else list(script)
+        self.script = None if self._baseline is None else list(self._baseline)
         return bool(self._baseline)
 
     def renew(self, workdir: Path, restart: bool = True) -> bool:
