@@ -27,13 +27,15 @@ _EXPECTED = ("ZeroDivisionError",)
 """The errors the cells are meant to raise (to have formatted a traceback); any other
 means the warm-up failed."""
 _FORGET = '''
-import gc, tooliscode_guest.main as _main
+import gc, tooliscode_guest.main as _main, tooliscode_guest.heap as _heap
 _main.forget_session()
+_heap.take_free_chunks()
 gc.freeze()
-del gc, _main
+del gc, _main, _heap
 '''
 """A new guest's state, as after its boot (see `guest/rehearsal.py`); what is already
-there is never collected again, so its pages stay shared."""
+there is never collected again, so its pages stay shared, and guests allocate from the top
+of the heap (`guest/heap.py`)."""
 
 
 def get_order(order_id: int) -> dict:
