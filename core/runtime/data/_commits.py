@@ -88,7 +88,9 @@ class Shadow(CommitPoint):
         try:
             for start, end in regions:
                 shadow[start:end] = memory[start:end]
-                kept[start >> 12:end >> 12] = b"\x01" * ((end - start) >> 12)
+                first, last = start >> 12, end >> 12
+                if kept.find(0, first, last) >= 0:  # most runs are kept already: hot pages
+                    kept[first:last] = b"\x01" * (last - first)
         finally:
             memory.release()
 
