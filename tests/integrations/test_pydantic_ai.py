@@ -283,6 +283,29 @@ async def test_tools_that_change_between_steps() -> None:
     assert "weekday" not in (script.infos[-1].instructions or "")
 
 
+async def test_tools_that_change_between_runs_are_shown_as_they_are_now() -> None:
+    """The tools a run declared, and their catalog, serve the next runs while the wrapped
+    tools keep their definitions: one added (or changed) between runs is in the next run's
+    code and instructions."""
+    toolset = make_toolset()
+    code_mode = CodeModeToolset(toolset)
+    probe = "print('shout' in globals(), refund.__doc__.strip())"
+    scripts = [Script(probe) for _ in range(3)]
+    for n, script in enumerate(scripts):
+        if n == 1:
+            @toolset.tool_plain
+            def shout(text: str) -> str:
+                """Say it loudly."""
+                return text.upper()
+        if n == 2:
+            toolset.tools["refund"].description = "Refund one order, in full."
+        agent = Agent(script.model, deps_type=Deps, toolsets=[code_mode])
+        (found,) = tool_returns((await agent.run("go", deps=Deps(region="eu"))).all_messages())
+        assert found.content == ("False Refund one order.", "True Refund one order.",
+                                 "True Refund one order, in full.")[n]
+        assert ("shout(" in (script.infos[0].instructions or "")) == (n > 0)
+
+
 @pytest.mark.parametrize("as_given", ["decorated", "callable"])
 async def test_defaults_are_the_frameworks_when_code_gives_only_what_is_required(as_given):
     from _defaults import CODE, ONLY_REQUIRED, asame_as_direct, post
