@@ -20,6 +20,8 @@ _LARGEST = 4096
 """Chunks are taken from this size down (a larger free chunk is taken in pieces of it)."""
 _MOST = 64 << 20
 """A bound, should the allocator never answer from above the objects there are."""
+_ROOM = 8 << 20
+"""The most room left at the top in return (guests' memories start that much larger)."""
 _taken: list[bytes] = []
 
 
@@ -45,6 +47,6 @@ def take_free_chunks() -> int:
             taken += size
     # As much room at the top as the holes gave (the memory grows for it, untouched): a
     # guest fits in the memory it had before, and a pooled guest can still be given back.
-    room = bytes(taken)
+    room = bytes(min(taken, _ROOM))
     del room
     return taken
