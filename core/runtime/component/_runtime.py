@@ -288,8 +288,8 @@ class ComponentRuntime(WatchedRuntime):
                                RESEED + answered]
             built = find_or_build([tuple(m) for m in boot.get("modules") or ()], script,
                                   wasmtime.wat2wasm)
-            self._boot_seen = boot_reply
             if self._loaded == built.wasm.sha256:
+                self._boot_seen = boot_reply
                 return
             if self._loaded is not None:
                 raise RuntimeError("one runtime serves one guest package; this one was asked "
@@ -301,6 +301,9 @@ class ComponentRuntime(WatchedRuntime):
                                expected={"cranelift": "about 5 s of CPU",
                                          "winch": "about 1 s"})
             self._loaded = built.wasm.sha256
+            # Only once loaded: a guest asked for meanwhile on another thread, finding this
+            # answer seen, does not wait here (`_make`) and must find the component ready.
+            self._boot_seen = boot_reply
         if not (built.stdlib / ".compiled").exists():
             threading.Thread(target=self._precompile_stdlib, name="tooliscode-stdlib",
                              daemon=True).start()
