@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .._wasmtime.leb128 import read_uleb, uleb
+
 __all__ = ["CoreFuncType", "Section", "Instantiate", "InlineExports", "Alias", "Canon", "Shift",
            "Counts", "sections", "encode", "core_func_imports", "parse_core_instances",
            "encode_core_instances", "parse_aliases", "encode_aliases", "parse_canons",
@@ -31,26 +33,6 @@ _VALTYPES = {0x7F: "i32", 0x7E: "i64", 0x7D: "f32", 0x7C: "f64"}
 _OPTS_WITH_INDEX = {0x03: "memory", 0x04: "func", 0x05: "func", 0x07: "func"}
 """memory, realloc, post-return, callback: the canonical options that carry an index."""
 _OPTS_BARE = (0x00, 0x01, 0x02, 0x06)  # string encodings, async
-
-
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def read_uleb(b: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = b[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, i
 
 
 def _read_name(b: bytes, i: int) -> tuple[str, int]:

@@ -23,6 +23,7 @@ from typing import Any
 import wasmtime
 
 from .._wasmtime.capi import memory_base, store_context
+from .._wasmtime.leb128 import read_uleb, uleb
 
 __all__ = ["STACK_BYTES", "GUARD_BYTES", "STACK_EXPORT", "export_stack_pointer", "GuestStack"]
 
@@ -35,58 +36,38 @@ _I32, _MUTABLE, _I32_CONST, _END = 0x7F, 1, 0x41, 0x0B
 _ZEROS = bytes(GUARD_BYTES)
 
 
-def _leb(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at
-
-
-def _uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def _sections(wasm: bytes) -> list[tuple[int, bytes]]:
     at, found = 8, []
     while at < len(wasm):
-        size, start = _leb(wasm, at + 1)
+        size, start = read_uleb(wasm, at + 1)
         found.append((wasm[at], wasm[start:start + size]))
         at = start + size
     return found
 
 
 def _imports_globals(body: bytes) -> bool:
-    count, at = _leb(body, 0)
+    count, at = read_uleb(body, 0)
     for _ in range(count):
         for _name in range(2):
-            length, at = _leb(body, at)
+            length, at = read_uleb(body, at)
             at += length
         kind = body[at]
         at += 1
         if kind == 3:
             return True
         if kind == 0:  # function: a type index
-            _, at = _leb(body, at)
+            _, at = read_uleb(body, at)
         elif kind == 1:  # table: element type and limits
             at += 1
-            flags, at = _leb(body, at)
-            _, at = _leb(body, at)
+            flags, at = read_uleb(body, at)
+            _, at = read_uleb(body, at)
             if flags & 1:
-                _, at = _leb(body, at)
+                _, at = read_uleb(body, at)
         elif kind == 2:  # memory: limits
-            flags, at = _leb(body, at)
-            _, at = _leb(body, at)
+            flags, at = read_uleb(body, at)
+            _, at = read_uleb(body, at)
             if flags & 1:
-                _, at = _leb(body, at)
+                _, at = read_uleb(body, at)
         else:
             return True  # a kind this reader does not know: make no claim
     return False
@@ -103,19 +84,19 @@ def export_stack_pointer(wasm: bytes) -> bytes | None:
     if _IMPORT in kinds and _imports_globals(kinds[_IMPORT]):
         return None
     glob = kinds[_GLOBAL]
-    count, at = _leb(glob, 0)
+    count, at = read_uleb(glob, 0)
     if count < 1 or glob[at:at + 3] != bytes((_I32, _MUTABLE, _I32_CONST)):
         return None
     exports = kinds[_EXPORT]
     if STACK_EXPORT.encode() in exports:
         return None
-    count, at = _leb(exports, 0)
+    count, at = read_uleb(exports, 0)
     name = STACK_EXPORT.encode()
-    body = _uleb(count + 1) + exports[at:] + _uleb(len(name)) + name + bytes((3, 0))
+    body = uleb(count + 1) + exports[at:] + uleb(len(name)) + name + bytes((3, 0))
     out = bytearray(wasm[:8])
     for kind, section in sections:
         section = body if kind == _EXPORT else section
-        out += bytes((kind,)) + _uleb(len(section)) + section
+        out += bytes((kind,)) + uleb(len(section)) + section
     return bytes(out)
 
 
