@@ -13,8 +13,13 @@ guests' own allocations to the top of the heap, contiguous.
 from __future__ import annotations
 
 import gc
+import sys
 
-__all__ = ["take_free_chunks"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["immortalize", "name_immortals", "take_free_chunks"]
 
 _LARGEST = 4096
 """Chunks are taken from this size down (a larger free chunk is taken in pieces of it)."""
@@ -50,3 +55,84 @@ def take_free_chunks() -> int:
     room = bytes(min(taken, _ROOM))
     del room
     return taken
+
+
+_BATCH = 8192
+"""Addresses sent at a time (`immortalize`)."""
+
+
+def immortalize(send: Any, keep_mortal: tuple[Any, ...] = ()) -> int:
+    """Before a start image is taken: name every object the interpreter can reach, to be made
+    immortal. `send` gets batches of 32-bit words: the address of `None` (an immortal object,
+    whose reference count is the one to copy), then the addresses. Python code cannot change
+    a reference count, so the host writes them: into the live guest's memory, or into the
+    built image's data (see `runtime/_wasmtime/immortal.py`). Returns how many were sent.
+
+    Every function call, attribute or global read adds to a reference count and takes it
+    back, and each such write costs a page: a copy-on-write fault in a new guest, a page
+    copied at each rollback point or renewal. An ordinary cell wrote some 230 pages, most of
+    them for the counts of the image's modules, functions, code and strings alone; immortal
+    objects' counts are never written. The objects are walked from the collector's list
+    through what each refers to, each once (a bitmap of addresses), skipping those that are
+    immortal already. `keep_mortal`: objects meant to be freed (a reserve of memory let go
+    when a cell runs out)."""
+    is_immortal = sys._is_immortal  # type: ignore[attr-defined]
+    gc.collect()  # garbage made immortal would never go
+    frozen = gc.get_freeze_count()
+    if frozen:
+        gc.unfreeze()  # frozen objects are not listed
+    try:
+        todo = gc.get_objects()
+    finally:
+        if frozen:
+            gc.freeze()
+    seen = bytearray()  # a bit per 8 bytes of memory (objects are 8-byte aligned)
+    for obj in (send, keep_mortal, *keep_mortal):  # this call's own objects go with it
+        _mark(seen, id(obj))
+    header, sent = [id(None)], 0
+    stack = [todo]  # depth first, a batch's referents at a time: the lists stay small
+    batch: list[Any] = []
+    while stack:
+        for obj in stack.pop():
+            if _mark(seen, id(obj)) or is_immortal(obj):
+                continue
+            batch.append(obj)
+            if len(batch) >= _BATCH:
+                sent += _sent(send, header, batch, stack)
+        if batch:
+            sent += _sent(send, header, batch, stack)
+    return sent
+
+
+def name_immortals(path: str, keep_mortal: tuple[Any, ...] = ()) -> int:
+    """`immortalize` for an image the build writes: the addresses go into the file at
+    `path`, and the build writes the counts (the default runtime's component). Call it last
+    before the image is taken: an object named here and freed before then must not be made
+    immortal (the build leaves alone any address whose count is not a live object's)."""
+    names: list[bytes] = []
+    count = immortalize(names.append, (*keep_mortal, names))
+    with open(path, "wb") as out:
+        out.writelines(names)
+    return count
+
+
+def _mark(seen: bytearray, address: int) -> bool:
+    """Mark `address` seen; whether it was already."""
+    at, bit = address >> 6, 1 << ((address >> 3) & 7)
+    if at >= len(seen):
+        seen.extend(bytes(at + 1 - len(seen) + (1 << 16)))
+    if seen[at] & bit:
+        return True
+    seen[at] |= bit
+    return False
+
+
+def _sent(send: Any, header: list[int], batch: list[Any], stack: list[list[Any]]) -> int:
+    """Send `batch` to be made immortal, its referents put on `stack`; empties it."""
+    from array import array
+
+    send(array("I", header + list(map(id, batch))).tobytes())
+    stack.append(gc.get_referents(*batch))
+    count = len(batch)
+    batch.clear()
+    return count

@@ -8,3 +8,19 @@ def test_the_start_image_took_up_its_free_chunks(session):
     r = session.run("from tooliscode_guest import heap\nlen(heap._taken) > 0")
     assert r.ok and r.value == "True", r.error
 
+
+
+def test_what_the_start_image_holds_is_immortal_and_new_objects_are_not(session):
+    """The image's objects never have their counts written (see `heap.immortalize`)."""
+    r = session.run("import sys, json\nfrom tooliscode_guest import heap, main\n"
+                    "(sys._is_immortal(json.dumps), sys._is_immortal(heap.take_free_chunks), "
+                    "sys._is_immortal(main._loop), sys._is_immortal([]), "
+                    "sys._is_immortal(object()))")
+    assert r.ok and r.value == "(True, True, True, False, False)", r.error
+
+
+def test_the_reserve_let_go_when_a_cell_runs_out_of_memory_stays_mortal(session):
+    """Made immortal, the reserve could never be freed for the report of a MemoryError."""
+    r = session.run("import sys\nfrom tooliscode_guest import main\n"
+                    "sys._is_immortal(main._loop.reserve)")
+    assert r.ok and r.value == "False", r.error

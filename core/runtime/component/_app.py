@@ -11,7 +11,8 @@ Nothing here runs on the host: these are texts written into the build folder.
 
 from __future__ import annotations
 
-__all__ = ["WORLD", "WIT", "APP_MODULE", "APP_SOURCE", "PRELOAD", "STDLIB_OUT", "WARMUP_FILE"]
+__all__ = ["WORLD", "WIT", "APP_MODULE", "APP_SOURCE", "PRELOAD", "STDLIB_OUT", "WARMUP_FILE",
+           "NAMES_FILE"]
 
 WORLD = "sandbox"
 WIT = """\
@@ -41,6 +42,8 @@ STDLIB_OUT = "_stdlib"
 """A folder in the build's app folder: when it exists, the build copies componentize-py's
 standard library into it (the copy is served read-only to guests at /python)."""
 WARMUP_FILE = "_warmup.json"
+NAMES_FILE = "_immortal.bin"
+"""Where the app module names the objects the build makes immortal (`_immortal.py`)."""
 
 APP_SOURCE = f'''\
 """tooliscode's sandbox: pre-initialized by componentize-py (see _app.py on the host)."""
@@ -105,8 +108,10 @@ _namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange":
               "tooliscode_guest": tooliscode_guest}}
 _compiled = {{source: compile(source, "<tooliscode>", "exec") for source in _script["turns"]}}
 del _f, _script, _name
+
 gc.collect()
 heap.take_free_chunks()  # guests allocate from the top of the heap, not from its holes
+heap.name_immortals("/0/{NAMES_FILE}", (main._loop.reserve,))  # the build writes their counts
 gc.freeze()  # what the image holds is never collected: its pages stay shared
 
 

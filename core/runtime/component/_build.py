@@ -33,6 +33,7 @@ from ...errors import RuntimeNotFound
 from .._wasmtime.compile_cache import cache_dir, entry_lock, progress
 from .._wasmtime.wasm_file import WasmFile, sha256_of
 from . import _app
+from ._immortal import make_immortal
 from ._interpose import interpose
 
 __all__ = ["Built", "COMPONENTIZE_PY", "find_or_build", "build_key", "PACKAGED"]
@@ -45,7 +46,7 @@ PACKAGED = Path(__file__).with_name("_prebuilt")
 """Where a wheel carries its built component."""
 _DONE = "BUILD.json"
 _TIMEOUT_S = 900.0
-_SOURCES = ("_app.py", "_binary.py", "_interpose.py")
+_SOURCES = ("_app.py", "_binary.py", "_immortal.py", "_interpose.py")
 """This package's files whose text is part of the key."""
 
 
@@ -140,7 +141,16 @@ def _build(folder: Path, guest_modules: list[tuple[str, str]], warmup: dict[str,
         _componentize(work, app, raw)
         out = work / "out"
         out.mkdir()
-        (out / "sandbox.wasm").write_bytes(interpose(raw.read_bytes(), wat2wasm))
+        component = interpose(raw.read_bytes(), wat2wasm)
+        names = app / _app.NAMES_FILE
+        if not names.is_file():
+            raise RuntimeError("the app module did not name its objects (no "
+                               f"{_app.NAMES_FILE}): the build is incomplete")
+        named = names.read_bytes()
+        component, made = make_immortal(component, named)
+        log.debug("tooliscode: %d of the %d objects named in the component's image made "
+                  "immortal", made, len(named) // 4)
+        (out / "sandbox.wasm").write_bytes(component)
         os.replace(app / _app.STDLIB_OUT / "python", out / "python")
         meta = {"sha256": sha256_of(out / "sandbox.wasm"), "componentize_py": COMPONENTIZE_PY,
                 "python": "3.14"}

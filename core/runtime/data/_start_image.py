@@ -27,6 +27,7 @@ import wasmtime
 
 from ..._temp_folders import new_folder
 from .._wasmtime.compile_cache import cache_dir, entry_lock, progress, write_private
+from .._wasmtime.immortal import IMMORTALIZE, Immortalizer
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
 from . import _image_ballast as imageballast
 from ._image_seeds import MARK_SOURCE, locate_and_save
@@ -127,7 +128,7 @@ class Images:
         digest = hashlib.sha256()
         for part in (self._rt.wasm.sha256, metadata.version("wasmtime"),
                      _preload_source(self.preload), MARK_SOURCE, self._rt.layout,
-                     spec.boot_source, imageballast.SOURCE):
+                     spec.boot_source, imageballast.SOURCE, IMMORTALIZE):
             digest.update(part.encode() + b"\0")
         digest.update(spec.boot_reply or b"")
         key = digest.hexdigest()[:32]
@@ -198,6 +199,9 @@ class Images:
                 instance.turn(_preload_source(self.preload))
                 instance.arm(_BUILD_TIMEOUT_S)
                 warm(instance, spec.boot_reply)
+                booting, instance.handler = instance.handler, Immortalizer(instance.memory_span)
+                instance.turn(IMMORTALIZE)  # before the holes are filled: it leaves some
+                instance.handler = booting
                 instance.turn(imageballast.SOURCE)  # last: a session's objects land together
                 said.clear()
                 instance.turn(MARK_SOURCE)
