@@ -106,9 +106,10 @@ def immortalize(send: Any, keep_mortal: tuple[Any, ...] = ()) -> int:
 
 def name_immortals(path: str, keep_mortal: tuple[Any, ...] = ()) -> int:
     """`immortalize` for an image the build writes: the addresses go into the file at
-    `path`, and the build writes the counts (the default runtime's component). Call it last
-    before the image is taken: an object named here and freed before then must not be made
-    immortal (the build leaves alone any address whose count is not a live object's)."""
+    `path`, and the build writes the counts (the default runtime's component). Call it right
+    before `take_free_chunks`, which takes up the holes its own objects leave; an object named
+    here and freed before the image is taken must not be made immortal (the build leaves
+    alone any address whose count is not a live object's)."""
     names: list[bytes] = []
     count = immortalize(names.append, (*keep_mortal, names))
     with open(path, "wb") as out:

@@ -110,8 +110,8 @@ _compiled = {{source: compile(source, "<tooliscode>", "exec") for source in _scr
 del _f, _script, _name
 
 gc.collect()
-heap.take_free_chunks()  # guests allocate from the top of the heap, not from its holes
 heap.name_immortals("/0/{NAMES_FILE}", (main._loop.reserve,))  # the build writes their counts
+heap.take_free_chunks()  # guests allocate from the top of the heap, not from its holes
 gc.freeze()  # what the image holds is never collected: its pages stay shared
 
 
