@@ -29,8 +29,6 @@ class Immortalizer:
 
     def __init__(self, memory: Callable[[], tuple[int, int]]):
         self._memory = memory
-        self.addresses = array("I")
-        """Every address written, in order (to write the same into a built image)."""
 
     def __call__(self, frame: bytes) -> bytes:
         words = array("I")
@@ -44,5 +42,4 @@ class Immortalizer:
             if at % 4 or at >= size:
                 raise ValueError(f"not an object's address: {at:#x}")
             memory[at >> 2] = count
-        self.addresses.extend(words[1:])
         return b""
