@@ -43,3 +43,5 @@ def test_the_host_writes_the_immortal_count_only_at_addresses_inside_the_memory(
         poke(array("I", [0, 64]).tobytes())  # past the memory's end
     with pytest.raises(ValueError, match="no immortal object"):
         poke(b"")
+    with pytest.raises(ValueError, match="is not immortal"):
+        poke(array("I", [4, 16]).tobytes())  # a word that holds no immortal count

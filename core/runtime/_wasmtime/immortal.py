@@ -12,7 +12,11 @@ import ctypes
 from array import array
 from collections.abc import Callable
 
-__all__ = ["Immortalizer", "IMMORTALIZE"]
+__all__ = ["Immortalizer", "IMMORTALIZE", "LEAST_IMMORTAL"]
+
+LEAST_IMMORTAL = 1 << 30
+"""CPython's least immortal reference count on a 32-bit platform (wasm32): the count copied
+must be at least this, or it is not the immortal object's."""
 
 IMMORTALIZE = ("import tooliscode_guest.heap as _h, tooliscode_guest.channel as _c, "
                "tooliscode_guest.main as _m\n"
@@ -38,6 +42,8 @@ class Immortalizer:
         if not words or words[0] % 4 or words[0] >= size:
             raise ValueError("the guest named no immortal object to copy from")
         count = memory[words[0] >> 2]
+        if count < LEAST_IMMORTAL:
+            raise ValueError("the object the counts are copied from is not immortal")
         for at in words[1:]:
             if at % 4 or at >= size:
                 raise ValueError(f"not an object's address: {at:#x}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 
+from .._wasmtime.immortal import LEAST_IMMORTAL
 from .._wasmtime.leb128 import read_sleb, read_uleb
 from ._binary import COMPONENT_MAGIC, SECTION_CORE_MODULE
 
@@ -88,6 +89,8 @@ def make_immortal(component: bytes, names: bytes) -> tuple[bytes, int]:
     if none is None:
         raise ValueError("the image does not hold the object the counts are copied from")
     count, made = out[none:none + 4], 0
+    if int.from_bytes(count, "little") < LEAST_IMMORTAL:
+        raise ValueError("the object the counts are copied from is not immortal")
     # A live object's count is more than 0 and less than any address of the image's: an
     # object named and then freed before the image was taken holds 0 there, or the pointer
     # malloc keeps in a free chunk. Such an address is left alone.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 
+import pytest
 from tooliscode.runtime.component._binary import COMPONENT_MAGIC, uleb
 from tooliscode.runtime.component._immortal import make_immortal
 
@@ -50,3 +51,9 @@ def test_live_counts_are_made_immortal_and_nothing_else_changes():
 def test_no_names_leave_the_component_as_it_is():
     component = _component(_words(_IMMORTAL, 0))
     assert make_immortal(component, b"") == (component, 0)
+
+
+def test_a_count_copied_from_no_immortal_object_is_refused():
+    component = _component(_words(3, 0, 5, 0))
+    with pytest.raises(ValueError, match="is not immortal"):
+        make_immortal(component, _words(_BASE, _BASE + 8))
