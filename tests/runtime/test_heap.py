@@ -16,7 +16,6 @@ def test_the_start_image_took_up_its_free_chunks(session):
     assert r.ok and r.value == "True", r.error
 
 
-
 def test_what_the_start_image_holds_is_immortal_and_new_objects_are_not(session):
     """The image's objects never have their counts written (see `heap.immortalize`)."""
     r = session.run("import sys, json\nfrom tooliscode_guest import heap, main\n"
