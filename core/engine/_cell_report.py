@@ -10,13 +10,13 @@ from typing import Any
 from ..guest import MAX_FIGURES, clip, png_size
 from ..runtime import GUEST_DIR, GuestTrap
 from ._cancel import CANCELLED
+from ._command import Command
 from ._folder import SNAPSHOT_FILES, Snapshot, changed, read_file, snapshot
 from ._limits import Limits
 from ._output import OutputStream
 from ._result import CellImage, CellResult
 from ._rollback import CameBack
 from ._tool_calls import CellCalls
-from ._worker import Command
 
 __all__ = ["Cell", "build_result", "dropped_result", "restart_notice", "trap_result"]
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._cell_report import Cell
+from ._command import Command
 from ._pause import CellLog, Decision, PendingCall
 from ._result import CellResult
-from ._worker import Command, Worker
+from ._worker import Worker
 
 __all__ = ["PAUSED", "Parked", "Waiter", "first_of", "paused_result", "wait_either"]
 

@@ -20,6 +20,7 @@ from ..runtime import GuestTrap
 from ..tools import ToolRegistry
 from ._cancel import CANCELLED, Cancel
 from ._cell_report import Cell, build_result, dropped_result, trap_result
+from ._command import Command, NotStarted, settle
 from ._limits import Limits
 from ._live import GuestHold
 from ._output import OutputStream
@@ -28,7 +29,7 @@ from ._pause import CellLog, Decision
 from ._result import CellResult
 from ._rollback import CameBack
 from ._tool_calls import CellCalls
-from ._worker import Command, NotStarted, Worker, settle
+from ._worker import Worker
 
 __all__ = ["CellRunner", "Steer", "Stopped", "stop_cell"]
 

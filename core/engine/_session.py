@@ -18,6 +18,7 @@ from ..errors import SessionClosed, SnapshotError
 from ..runtime import GUEST_DIR, Runtime, resolve_runtime
 from ..tools import ToolRegistry, guest_spec, search_entry
 from ._cancel import Cancel
+from ._command import Command, Requests
 from ._folder import INTERNAL_DIR, OUTPUT, FileInfo, list_files, read_file
 from ._limits import Limits
 from ._live import EXIT_WAIT_S, GuestHold, live, pool_for
@@ -28,7 +29,7 @@ from ._result import CellResult
 from ._rollback import CameBack, Rollback
 from ._running import CellRunner, Steer, stop_cell
 from ._snapshot import SessionState, capture
-from ._worker import Command, Requests, Worker
+from ._worker import Worker
 
 log = logging.getLogger("tooliscode")
 

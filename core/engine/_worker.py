@@ -17,22 +17,21 @@ import marshal
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from ..runtime import GuestSpec, GuestTrap, Runtime
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, SERVE_ANSWERED, boot_answer, boot_reply
+from ._command import Command, NotStarted, OpsHandler, settle
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
 from ._limits import Limits
 from ._points import POINT_WAIT_S, Points
 
-__all__ = ["Command", "Requests", "Worker", "NotStarted", "join_all", "settle"]
+__all__ = ["Worker", "join_all"]
 
 log = logging.getLogger("tooliscode")
 
-_RAW_OUTPUT_LIMIT = 64 * 1024
 MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 IDLE_AFTER_S = 0.1
@@ -46,18 +45,6 @@ STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran
                  "so its memory may be damaged: it is replaced before the next cell.")
 
 
-class Requests(Protocol):
-    """What a command's context does with the guest's requests while the command runs (a
-    cell's tool calls). The engine needs nothing else of it, and imports no tool code."""
-
-    def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]: ...
-
-
-ContextT = TypeVar("ContextT", bound=Requests)
-OpsHandler = Callable[[str, dict[str, Any], "Requests | None"], dict[str, Any]]
-"""Answers the requests that are not commands; gets the running command's context."""
-
-
 def check_memory(runtime: Runtime, limits: Limits) -> None:
     if limits.memory_bytes < runtime.min_memory_bytes:
         raise ValueError(
@@ -68,19 +55,6 @@ def check_memory(runtime: Runtime, limits: Limits) -> None:
 
 _running: set[Worker] = set()
 """Guests whose threads have not ended: exit waits for them (see `join_all`)."""
-
-
-def settle(future: cf.Future, result: Any = None, error: BaseException | None = None) -> bool:
-    """Give `future` its outcome unless it has one (a cancel from another thread may have
-    given it first: `Session.cancel`); False when it had."""
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-    except cf.InvalidStateError:
-        return False
-    return True
 
 
 def join_all(timeout: float) -> None:
@@ -107,52 +81,6 @@ class _Booted(threading.Event):
         with worker._lock:
             worker._start_thread()
         return super().wait(timeout)
-
-
-class NotStarted(Exception):
-    """The guest died before it took this command; it may be sent to a new guest."""
-
-
-@dataclass
-class Command(Generic[ContextT]):
-    message: dict[str, Any]
-    timeout_s: float | None = None
-    context: ContextT | None = None
-    """What answers the guest's requests while this command runs (the cell's tool calls)."""
-    before: Callable[[], None] | None = None
-    """Run on the guest's thread just before the guest receives the command."""
-    on_change: Callable[[], None] | None = None
-    """Run before the command's first change to the session folder (by guest or tool)."""
-    future: cf.Future = field(default_factory=cf.Future)
-    raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
-    notices: list[str] = field(default_factory=list)
-    """What the runtime refused while the command ran (a full folder)."""
-    blob: bytes | None = None
-    """Bytes the guest handed over while the command ran (a checkpoint's)."""
-    on_raw: Callable[[str, bytes], None] | None = None
-    """Also given what the guest writes straight to its descriptors (a streamed cell's)."""
-    started: bool = False
-    """The guest was handed it (set under the worker's lock: see `Worker.drop`)."""
-    dropped: bool = False
-    """Cancelled before the guest was handed it: it never runs."""
-    _raw_size: int = 0
-
-    @property
-    def ctx(self) -> ContextT:
-        """The context, for commands that have one (a cell's: the caller made it with one)."""
-        assert self.context is not None
-        return self.context
-
-    def add_raw(self, stream: str, data: bytes) -> None:
-        if self.on_raw is not None:
-            self.on_raw(stream, data)
-        if self._raw_size < _RAW_OUTPUT_LIMIT:
-            chunk = data[: _RAW_OUTPUT_LIMIT - self._raw_size]
-            self.raw.setdefault(stream, []).append(chunk)
-            self._raw_size += len(chunk)
-
-    def raw_text(self, stream: str) -> str:
-        return b"".join(self.raw.get(stream, ())).decode("utf-8", "replace")
 
 
 class Worker:
