@@ -9,7 +9,7 @@ import os
 import sys
 
 import pytest
-from tooliscode._folders import empty_folder
+from tooliscode._folders import empty_folder, is_empty
 from tooliscode.runtime._wasmtime import page_map
 from tooliscode.runtime._wasmtime import write_back as renew
 from tooliscode.runtime._wasmtime.page_map import PAGE, written
@@ -144,6 +144,22 @@ def test_emptying_a_folder_never_follows_links(tmp_path):
     assert empty_folder(folder)
     assert list(folder.iterdir()) == []
     assert (outside / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("entry", ["file", "folder", "link", "dangling link", ".hidden"])
+def test_a_folder_is_empty_only_with_nothing_in_it(tmp_path, entry):
+    folder = tmp_path / "session"
+    folder.mkdir()
+    assert is_empty(folder) is True and empty_folder(folder)
+    if entry == "folder":
+        (folder / "sub").mkdir()
+    elif entry.endswith("link"):
+        os.symlink(tmp_path if entry == "link" else tmp_path / "gone", folder / "l")
+    else:
+        (folder / entry).write_text("x")
+    assert is_empty(folder) is False
+    assert empty_folder(folder) and is_empty(folder) is True
+    assert is_empty(tmp_path / "missing") is None and not empty_folder(tmp_path / "missing")
 
 
 _COPYING_AT_EXIT = """

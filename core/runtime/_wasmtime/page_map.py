@@ -31,13 +31,8 @@ written."""
 
 def written(address: int, size: int) -> bytes | None:
     """One byte per 4 KiB page of [address, address + size): 1 when the page was written."""
-    try:
-        with open(_PAGEMAP, "rb", buffering=0) as f:
-            f.seek(address // PAGE * 8)
-            entries = f.read(size // PAGE * 8)
-    except OSError:
-        return None
-    if len(entries) != size // PAGE * 8:
+    entries = _entries(address // PAGE * 8, size // PAGE * 8)
+    if entries is None or len(entries) != size // PAGE * 8:
         return None
     flags = entries[7::8].translate(_WRITTEN)
     swapped = entries[7::8].translate(_SWAPPED)
@@ -46,6 +41,22 @@ def written(address: int, size: int) -> bytes | None:
             int.from_bytes(entries[0::8].translate(_MARKER_TYPE), "little")
         flags = (int.from_bytes(flags, "little") & ~markers).to_bytes(len(flags), "little")
     return flags
+
+
+def _entries(offset: int, length: int) -> bytes | None:
+    """`length` bytes of the page map from `offset`: read with the interpreter lock kept
+    (see `_libc`), from the descriptor opened once, where it can be."""
+    fd = scan_fd()
+    if fd is not None and _libc is not None:
+        out = ctypes.create_string_buffer(length)
+        got = _pread(fd, out, length, offset)
+        return out.raw[:got] if got >= 0 else None
+    try:
+        with open(_PAGEMAP, "rb", buffering=0) as f:
+            f.seek(offset)
+            return f.read(length)
+    except OSError:
+        return None
 
 
 def runs(flags: bytes) -> list[tuple[int, int]]:
@@ -71,6 +82,10 @@ Regions = ctypes.c_uint64 * (3 * MAX_REGIONS)
 # PyDLL: an ioctl here returns at once, and one that gave the GIL up would wait to take it
 # back from the caller's thread, which may be busy (a cell's result, the next run).
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+if _libc is not None:
+    _pread = _libc.pread
+    _pread.restype = ctypes.c_ssize_t
+    _pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
 _lock = threading.Lock()
 _pagemap: int | None = None
 _pagemap_pid = 0

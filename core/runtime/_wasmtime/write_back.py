@@ -24,8 +24,8 @@ import sys
 import weakref
 from dataclasses import dataclass
 
+from . import memory_ops, userfault
 from . import page_map as pagemap
-from . import userfault
 from .page_map import PAGE
 
 __all__ = ["Baseline", "ImageFile", "Mirror", "capture", "restore"]
@@ -34,15 +34,14 @@ _MAP_FIXED = 0x10  # Linux
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 # PyDLL: a page's copy takes a microsecond; one that gave the interpreter lock up would wait
 # to take it back, each time, from a caller's thread that is busy (the next run's).
-_copy = ctypes.PyDLL(None).memmove if _libc is not None else None
+_copy = memory_ops.copy if _libc is not None else None
 _release = ctypes.PyDLL(None).madvise if _libc is not None else None
 _MADV_DONTNEED = 4
-if _libc is not None and _copy is not None and _release is not None:
+if _libc is not None and _release is not None:
     _libc.mmap.restype = ctypes.c_void_p
     _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                            ctypes.c_int, ctypes.c_long]
     _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    _copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     _release.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
@@ -97,7 +96,7 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
                 else:
                     edge = max(at, min(cut, inside))
                     memory[at * PAGE:edge * PAGE] = image[at * PAGE:edge * PAGE]
-                    ctypes.memset(address + edge * PAGE, 0, (cut - edge) * PAGE)
+                    memory_ops.zero(address + edge * PAGE, (cut - edge) * PAGE)
                 at = cut
     finally:
         memory.release()
@@ -190,7 +189,7 @@ class Mirror:
             if kind:
                 _copy(address + at, source + at, length)
             elif _release(address + at, length, _MADV_DONTNEED) != 0:
-                ctypes.memset(address + at, 0, length)
+                memory_ops.zero(address + at, length)
             first = cut
 
     def close(self) -> None:

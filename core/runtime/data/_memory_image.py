@@ -21,6 +21,7 @@ from pathlib import Path
 
 import wasmtime
 
+from .._wasmtime import memory_ops
 from . import _image_seeds as imageseeds
 from . import _libc as libc
 
@@ -72,7 +73,7 @@ class MemoryImage:
             fresh = os.urandom(sum(n for _, n in self.seeds))
             start = 0
             for at, n in self.seeds:
-                ctypes.memmove(base + at, fresh[start:start + n], n)
+                memory_ops.copy(base + at, fresh[start:start + n], n)
                 start += n
 
     @property

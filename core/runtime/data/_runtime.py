@@ -21,6 +21,7 @@ from typing import Any
 import wasmtime
 
 from ..._folders import empty_folder
+from .._wasmtime import memory_ops
 from .._wasmtime import write_back as renewal
 from .._wasmtime.capi import Export, check_i32_export, store_context
 from .._wasmtime.guest import WasmtimeInstance, WasmtimeRuntimeBase
@@ -276,7 +277,7 @@ class DataInstance(WasmtimeInstance):
         if not where:
             raise GuestTrap("crash", "the guest had no memory left for the next command")
         base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
-        ctypes.memmove((base or 0) + where, data, len(data))
+        memory_ops.copy((base or 0) + where, data, len(data))  # keeps the lock: a few kB
         status = self._call(self._turn_func, where, len(data), exit_ok=False)
         if status != 0:
             raise GuestTrap("crash", f"the guest's turn failed (status {status}; its "
