@@ -203,6 +203,9 @@ def test_a_memory_delta_keeps_only_written_pages_and_rebuilds_the_memory(pagemap
 
     if not pagemap:  # where the kernel's page map cannot be read, pages are compared
         monkeypatch.setattr(kernel_map, "_PAGEMAP", "/nonexistent/pagemap")
+        monkeypatch.setattr(kernel_map, "scan_fd", lambda: None)  # nor opened before
+    else:
+        kernel_map.scan_fd()  # opened once per process, maybe by an earlier test: either way
 
     base = bytes(range(256)) * (PAGE * 10 // 256)
     # runs faulted in first
