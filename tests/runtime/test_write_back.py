@@ -43,6 +43,25 @@ def test_only_written_pages_count_as_written(memory):
     assert [i for i, f in enumerate(flags) if f] == [3, 13]
 
 
+def test_the_written_pages_of_a_big_memory_too():
+    """Past `_KEEP_LOCK_BYTES` of entries (512 MiB of memory) the page map is read the other
+    way (giving the lock up): the same answer."""
+    size = 2 * (page_map._KEEP_LOCK_BYTES // 8) * PAGE  # 1 GiB of address space, not touched
+    mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+                        | getattr(mmap, "MAP_NORESERVE", 0))
+    try:
+        address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+        if written(address, size) is None:
+            pytest.skip("no page map here")
+        for page in (0, 4096, size // PAGE - 1):
+            mapping[page * PAGE] = 1
+        flags = written(address, size)
+        assert len(flags) == size // PAGE
+        assert [i for i, f in enumerate(flags) if f] == [0, 4096, size // PAGE - 1]
+    finally:
+        mapping.close()
+
+
 @pytest.mark.parametrize("scan", [True, False])  # PAGEMAP_SCAN, or reading the page map
 def test_private_regions_are_the_written_pages(memory, monkeypatch, scan):
     address, mapping, _ = memory

@@ -48,6 +48,11 @@ def _entries(offset: int, length: int) -> bytes | None:
     (see `_libc`), from the descriptor opened once, where it can be."""
     fd = scan_fd()
     if fd is not None and _libc is not None:
+        if length > _KEEP_LOCK_BYTES:  # a big memory's: long enough to let the others run
+            try:
+                return os.pread(fd, length, offset)
+            except OSError:
+                return None
         out = ctypes.create_string_buffer(length)
         got = _pread(fd, out, length, offset)
         return out.raw[:got] if got >= 0 else None
@@ -86,6 +91,8 @@ if _libc is not None:
     _pread = _libc.pread
     _pread.restype = ctypes.c_ssize_t
     _pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
+_KEEP_LOCK_BYTES = 1 << 20
+"""The most page map read with the lock kept: the entries of 512 MiB of memory."""
 _lock = threading.Lock()
 _pagemap: int | None = None
 _pagemap_pid = 0
