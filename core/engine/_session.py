@@ -440,21 +440,44 @@ class Session(CellRunner, Closing):
         if comeback is not None:
             self._state_first = comeback if comeback.memory is not None else None
             try:
-                self._attach(Worker(self.runtime, self.workdir, self.limits))
-                worker = self._state.worker
-                assert worker is not None
+                worker = self._new_guest()
                 self._settle()
                 missing, self._names = comeback.load(worker, self.workdir, self._first_reply)
+                self._unless_closed()
                 return comeback.came_back(missing)
+            except SessionClosed:
+                raise
             except Exception as exc:  # noqa: BLE001 - then a new interpreter, saying why
+                self._unless_closed()
                 log.warning("tooliscode: coming back from a stopped cell failed: %s", exc)
                 why = f"coming back to it failed: {exc}"
                 self._state_first, self._names = None, ()
                 broken, self._state.worker = self._state.worker, None
                 if broken is not None:
                     broken.shutdown(quick=True)
-        self._attach(Worker(self.runtime, self.workdir, self.limits))
+        self._new_guest()
         return CameBack(None, lost=names, why=why)
+
+    def _new_guest(self) -> Worker:
+        """A new guest in place of a given-up one (`_replace`). A session closed meanwhile on
+        another thread (a stop and a close come together: an MCP session's DELETE) found no
+        guest to let go, and its folder may be gone already: the new guest goes at once, or
+        is not made, and the caller hears that the session was closed."""
+        try:
+            self._attach(Worker(self.runtime, self.workdir, self.limits))
+        except Exception:
+            self._unless_closed()
+            raise
+        self._unless_closed()
+        worker = self._state.worker
+        assert worker is not None
+        return worker
+
+    def _unless_closed(self) -> None:
+        if self._closed:  # let go of what `close` could not see, as it would have
+            self._state.release()
+            raise SessionClosed("this session was closed")
+
 
 def _route(registry: ToolRegistry, op: str, msg: dict[str, Any],
            cell: Requests | None) -> dict[str, Any]:

@@ -12,12 +12,14 @@ import threading
 import time
 
 import pytest
-from _cancels import pooled
+from _cancels import leftovers, nothing_left, pooled
 from tooliscode import Limits, Session, ToolIsCode
 from tooliscode.durable import FolderStore
 from tooliscode.engine import Cancel
 from tooliscode.engine._live import pool_for
+from tooliscode.engine._rollback import Rollback
 from tooliscode.engine._worker import _running as running_workers
+from tooliscode.errors import SessionClosed
 
 RELEASE = threading.Event()
 ENTERED = threading.Event()
@@ -234,6 +236,50 @@ def test_nothing_is_left_behind_after_a_hundred_cancels(tmp_path):
         started = time.perf_counter()
         s.close()
         assert time.perf_counter() - started < 1.0  # close after cancels returns at once
+    deadline = time.monotonic() + 10
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("when", ["before its guest is made", "before it is attached",
+                                  "before its state is loaded"])
+def test_a_session_closed_while_its_stopped_cell_comes_back_keeps_no_guest(monkeypatch, when):
+    """A stop and a close on another thread come together (an MCP session's DELETE): the
+    close finds no guest while the stopped cell's session is coming back (made to land here at
+    each step of that), and the guest made for it is let go with the folder, or not made: not
+    left running (a fresh-clone CI run once found one left after a DELETE)."""
+    s = Session(TOOLS, limits=Limits(timeout_s=30))
+    s.run("keep = 1")
+    before, folder = leftovers(), s.workdir
+    if when == "before its guest is made":  # after the check that the session is open
+        of = Rollback.of.__func__
+        monkeypatch.setattr(Rollback, "of", classmethod(
+            lambda cls, worker, names: (s.close(), of(cls, worker, names))[1]))
+    elif when == "before it is attached":
+        attach = Session._attach
+        monkeypatch.setattr(Session, "_attach", lambda self, worker: (s.close(),
+                                                                      attach(self, worker))[1])
+    else:  # the close lets that guest go: its folder goes only once the guest has ended
+        load = Rollback.load
+        monkeypatch.setattr(Rollback, "load", lambda self, *args: (s.close(),
+                                                                   load(self, *args))[1])
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            s.run("while True:\n    pass")
+        except BaseException as exc:  # noqa: BLE001 - what the run ended with is the test's
+            outcome.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    while not s.running:
+        time.sleep(0.001)
+    s.cancel()
+    runner.join(10)
+    assert outcome and isinstance(outcome[0], SessionClosed), outcome
+    nothing_left((before[0] - 1, before[1]))  # its first guest and the one made after: gone
     deadline = time.monotonic() + 10
     while folder.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
