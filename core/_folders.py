@@ -93,7 +93,6 @@ def empty_folder(folder: Path) -> bool:
                     shutil.rmtree(entry.path)
                 else:
                     os.unlink(entry.path)
-        with os.scandir(folder) as entries:
-            return next(entries, None) is None
     except OSError:
         return False
+    return is_empty(folder) is True
