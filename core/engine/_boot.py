@@ -10,6 +10,7 @@ import marshal
 from typing import Any
 
 from ..guest import guest_sources
+from ..guest.turns import SERVE, SERVE_ANSWERED
 from ..runtime import GUEST_DIR
 from . import _warmup as warmup
 
@@ -52,11 +53,6 @@ sys.meta_path.insert(0, _GuestFinder())
 import tooliscode_guest.main
 tooliscode_guest.main.main(exchange, _boot)
 '''
-SERVE = "tooliscode_guest.main.serve()"
-"""One turn of a turn-based guest (`tooliscode_guest` is bound by `BOOT_SOURCE`)."""
-SERVE_ANSWERED = "tooliscode_guest.main.serve(_answer)"
-"""`SERVE` for an instance that takes the answer to the guest's first request ("ready") with
-the turn's source, as `_answer` (`Instance.first_answer_limit`)."""
 BAKED_BOOT = f"tooliscode_guest.main.attach(exchange, {GUEST_DIR!r})"
 """The boot of a guest whose runtime has the guest package built in and prepared (see
 `Runtime.baked_guest`): it only needs its host and its folder."""

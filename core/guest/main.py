@@ -10,7 +10,7 @@ import builtins
 import os
 import sys
 
-from . import channel, stream
+from . import channel, stream, turns
 from .cells import CellRunner, FinalAnswer
 from .discovery import make_help, namespace_hint, search_tools
 from .errors import OUT_OF_MEMORY, describe_failure
@@ -213,6 +213,9 @@ def prepare() -> None:
     builtins.exit = builtins.quit = _no_exit  # type: ignore[attr-defined]
     Unavailable.install()
     stream.install()
+    reactor = sys.modules.get("_reactor")  # the data runtime's: its turns skip the compiler
+    if reactor is not None:
+        turns.install(reactor, serve)
     _loop = _Loop(Guest())
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import wasmtime
 
 from ..._folders import empty_folder
+from ...guest.turns import answered
 from .._wasmtime import memory_ops
 from .._wasmtime import write_back as renewal
 from .._wasmtime.capi import Export, check_i32_export, store_context
@@ -264,13 +265,13 @@ class DataInstance(WasmtimeInstance):
         else:
             self.turn(self._boot)
 
-    first_answer_limit = 1024
-    """A turn's source carries the answer as a literal, which the reactor compiles: cheap for
-    a cell's command (a crossing saved, some 30 us), not for a big one, which is asked for."""
+    first_answer_limit = 1 << 16
+    """A turn's source carries the answer in hex digits, which the guest reads back without
+    compiling the source (`guest/turns.py`): a crossing saved, whatever the command's size."""
 
     def turn(self, source: str, first: bytes | None = None) -> None:
         if first is not None:  # bound for the source as `_answer`, as the component's turn does
-            source = f"_answer = {first!r}\n{source}\ndel _answer\n"
+            source = answered(source, first)
         data = (self._prefix + source).encode() if self._prefix else source.encode()
         self._prefix = ""
         where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF

@@ -137,3 +137,24 @@ def test_a_silent_cell_describes_data_objects_as_data(data_session):
         "class DataFrame:\n    shape = property(lambda self: 1 / 0)\n"
         "DataFrame.__module__ = 'pandas'\nfake = DataFrame()"))
     assert "fake = <DataFrame object>" in looks
+
+
+def test_a_turn_runs_the_command_loop_without_the_reactor_compiling_its_source(data_session):
+    """The reactor compiles each turn's source and files it with linecache under a new
+    name; the guest's shortcut (`guest/turns.py`) serves our turns without that, so a turn
+    per cell (each ends for its rollback point) leaves no source behind."""
+    clear = ("import linecache\n"
+             "turned = lambda: sorted(k[0] for k in linecache._interactive_cache\n"
+             "                        if str(k[0]).startswith('<turn '))\n"
+             "for k in [k for k in linecache._interactive_cache if k[0] in turned()]:\n"
+             "    del linecache._interactive_cache[k]")
+    assert data_session.run(clear).ok
+    instance = data_session._state.worker.instance
+    counted: list[object] = []
+    turn = instance.turn
+    instance.turn = lambda *args: (counted.append(args), turn(*args))[1]
+    for i in range(5):
+        assert data_session.run(f"x = {i}").ok
+    r = data_session.run("turned()")
+    assert r.ok and r.value == "[]", r.error
+    assert len(counted) >= 5
