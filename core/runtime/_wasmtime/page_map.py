@@ -87,6 +87,9 @@ Regions = ctypes.c_uint64 * (3 * MAX_REGIONS)
 # PyDLL: an ioctl here returns at once, and one that gave the GIL up would wait to take it
 # back from the caller's thread, which may be busy (a cell's result, the next run).
 _libc = ctypes.PyDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_libc_released = ctypes.CDLL(None, use_errno=True) if _libc is not None else None
+"""The same calls giving the GIL up, for a scan with another thread's work to overlap (see
+`scan`)."""
 if _libc is not None:
     _pread = _libc.pread
     _pread.restype = ctypes.c_ssize_t
@@ -100,9 +103,10 @@ _pagemap_pid = 0
 _scan_works: bool | None = None
 
 
-def ioctl(fd: int, request: int, arg: ctypes.Array) -> int:
-    assert _libc is not None
-    return int(_libc.ioctl(fd, ctypes.c_ulong(request), ctypes.c_void_p(ctypes.addressof(arg))))
+def ioctl(fd: int, request: int, arg: ctypes.Array, lets_others_run: bool = False) -> int:
+    lib = _libc_released if lets_others_run else _libc
+    assert lib is not None
+    return int(lib.ioctl(fd, ctypes.c_ulong(request), ctypes.c_void_p(ctypes.addressof(arg))))
 
 
 def scan_fd() -> int | None:
@@ -119,10 +123,15 @@ def scan_fd() -> int | None:
 
 
 def scan(address: int, size: int, out: ctypes.Array, flags: int = 0, inverted: int = 0,
-         mask: int = 0, anyof: int = 0, returned: int = 0) -> list[tuple[int, int]] | None:
+         mask: int = 0, anyof: int = 0, returned: int = 0,
+         lets_others_run: bool = False) -> list[tuple[int, int]] | None:
     """PAGEMAP_SCAN over [address, address + size): the [start, end) byte offsets of the
     regions of pages whose categories, with `inverted` flipped, have all of `mask` and one
-    of `anyof` (`out`: a `Regions`). None where the kernel cannot."""
+    of `anyof` (`out`: a `Regions`). None where the kernel cannot.
+
+    A walk of a large memory's page tables takes some 70 us: `lets_others_run` gives the
+    GIL up meanwhile, for a caller whose thread is the only one to wait for what follows
+    (a commit: the cell's caller reads its result meanwhile)."""
     pagemap = scan_fd()
     if pagemap is None or _libc is None:
         return None
@@ -132,7 +141,7 @@ def scan(address: int, size: int, out: ctypes.Array, flags: int = 0, inverted: i
     while start < end:
         arg = (ctypes.c_uint64 * 12)(96, flags, start, end, 0, ctypes.addressof(out),
                                      MAX_REGIONS, 0, inverted, mask, anyof, returned)
-        found = ioctl(pagemap, _PAGEMAP_SCAN, arg)
+        found = ioctl(pagemap, _PAGEMAP_SCAN, arg, lets_others_run)
         if found < 0:
             return None
         regions += zip([x - address for x in words[0:3 * found:3].tolist()],

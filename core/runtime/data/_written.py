@@ -81,10 +81,16 @@ class Tracker:
         return regions
 
     def _scan(self, protect: bool) -> list[Region] | None:
-        """The pages not protected now (written since they were), protected when `protect`."""
+        """The pages not protected now (written since they were), protected when `protect`.
+        The walk gives the GIL up: it is the longest step of a commit, which runs as the
+        cell's caller wakes to its result, and that caller's Python runs meanwhile (a tenth
+        of a millisecond less per cell run back to back). Nothing else waits for the commit
+        but the next command for this guest, which such a caller sends, then waits, freeing
+        the GIL again."""
         flags = _PM_SCAN_CHECK_WPASYNC | (_PM_SCAN_WP_MATTERING if protect else 0)
         return pagemap.scan(self.address, self.size, self._out, flags,
-                            mask=pagemap.PAGE_IS_WRITTEN, returned=pagemap.PAGE_IS_WRITTEN)
+                            mask=pagemap.PAGE_IS_WRITTEN, returned=pagemap.PAGE_IS_WRITTEN,
+                            lets_others_run=True)
 
     def close(self) -> None:
         if self._fd >= 0:
