@@ -78,6 +78,31 @@ def test_private_regions_are_the_written_pages(memory, monkeypatch, scan):
                      (15 * PAGE, 16 * PAGE)]
 
 
+def test_private_regions_leave_out_the_markers_of_write_tracking(memory):
+    """A commit's write tracking protects every page of the memory, and one never touched
+    gets a marker, which a page-table scan takes for a swapped-out page: such pages are not
+    written, and a write-back that counted them would copy the whole memory each time."""
+    from tooliscode.runtime.data._written import Tracker
+
+    address, mapping, _ = memory
+    if page_map.private_regions(address, PAGES * PAGE, page_map.Regions()) is None:
+        pytest.skip("no page map here")
+    mapping[1 * PAGE] = 3
+    tracker = Tracker.start(address, PAGES * PAGE)
+    if tracker is None:
+        pytest.skip("no write tracking here (userfaultfd's asynchronous write protection)")
+    try:
+        mapping[13 * PAGE] = 4
+        kinds: list[int] = []
+        assert page_map.scan(address, PAGES * PAGE, page_map.Regions(),
+                             anyof=page_map._PAGE_IS_SWAPPED, returned=page_map._PAGE_IS_SWAPPED,
+                             kinds=kinds), "no markers: the case is not made"
+        found = page_map.private_regions(address, PAGES * PAGE, page_map.Regions())
+        assert found == [(1 * PAGE, 2 * PAGE), (13 * PAGE, 14 * PAGE)]
+    finally:
+        tracker.close()
+
+
 def test_a_forked_child_reads_its_own_page_map(memory):
     """The page map is opened once per process: a child's inherited descriptor would read
     its parent's page tables (where the child's writes are not)."""

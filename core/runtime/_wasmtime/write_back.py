@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import sys
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -43,6 +44,10 @@ if _libc is not None and _release is not None:
                            ctypes.c_int, ctypes.c_long]
     _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     _release.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+_scans = threading.local()
+"""Each thread's buffer for a page-table scan's regions (`restore`)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,10 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
     changed nothing, when that cannot make it the baseline (it grew, or no page map)."""
     if size != baseline.size:
         return False
-    written = pagemap.written(address, size)
+    out = getattr(_scans, "out", None)
+    if out is None:
+        out = _scans.out = pagemap.Regions()
+    written = pagemap.private_regions(address, size, out)
     if written is None:
         return False
     memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
@@ -83,8 +91,8 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> b
     try:
         # A page written now is set back to its baseline copy or to the image's page; runs of
         # either go in one copy each (the pages of a run of saved pages lie in order in blob).
-        for first, end in pagemap.runs(written):
-            at = first
+        for start, stop in written:
+            at, end = start // PAGE, stop // PAGE
             while at < end:
                 kind = saved[at]
                 cut = saved.find(1 - kind, at, end)
