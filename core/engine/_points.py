@@ -84,7 +84,9 @@ class Points:
             return None
         if told == "same" and isinstance(self.point, Checkpoint):
             return None  # the point holds this state already (see `mark`)
-        return {"op": _CHECKPOINT}  # a new one each time: a message is the guest's to read
+        # A new one each time: a message is the guest's to read. The guest stops pickling
+        # past the limit: a state over it costs only that much after each cell.
+        return {"op": _CHECKPOINT, "limit": self._limits().rollback_bytes}
 
     def mark(self, message: dict[str, Any]) -> None:
         """A cell's `message`, as it is handed to the guest: where a checkpoint would follow
@@ -122,6 +124,8 @@ class Points:
             return  # the very objects, none changeable: the point, or why there is none, holds
         if reply.get("ok") and reply.get("empty"):
             self._set(None, None)
+        elif reply.get("ok") and isinstance(reply.get("too_big"), int) and limit is not None:
+            self._set(None, _too_big(reply["too_big"], limit, more=True))
         elif not reply.get("ok") or blob is None:
             self._set(None, "its variables could not be saved "
                       f"({str(reply.get('error') or 'no data')[:200]})")
@@ -154,6 +158,7 @@ class Points:
         self.point, self.note = point, note
 
 
-def _too_big(size: int, limit: int) -> str:
-    return (f"its state ({size / 2**20:.1f} MiB) is more than Limits.rollback_bytes "
-            f"({limit / 2**20:.1f} MiB)")
+def _too_big(size: int, limit: int, more: bool = False) -> str:
+    """`more`: `size` is where the pickling stopped, not the whole state's."""
+    state = "" if more else f" ({size / 2**20:.1f} MiB)"
+    return f"its state{state} is more than Limits.rollback_bytes ({limit / 2**20:.1f} MiB)"

@@ -59,10 +59,11 @@ class Guest:
         return {**found, "ToolError": ToolError, "search_tools": search_tools,
                 "final_answer": final_answer, "help": make_help(self.tools)}
 
-    def persist(self, op: str, path: str) -> dict[str, Any]:
+    def persist(self, op: str, path: str, limit: Any = None) -> dict[str, Any]:
         """Save the variables into `path` (a file in the session folder), or load them; or
         ("checkpoint") hand them to the host, the point a stopped cell's session comes back
-        to."""
+        to, unless they pickle to more than `limit` bytes (the pickling stops there) or to
+        more than the guest's memory holds."""
         ns, helpers = self.runner.ns, self.runner.helpers
         persist = _persist()
         if op != "restore":
@@ -74,7 +75,18 @@ class Guest:
                 self.kept, same = persist.unchanged_since(ns, names, self.kept)
                 if same:  # the host's point holds this state already
                     return {"ok": True, "same": True}
-            data, dropped = persist.dump(ns, names, helpers)
+            if op == "checkpoint":
+                try:
+                    data, dropped = persist.dump(ns, names, helpers,
+                                                 limit if type(limit) is int else None)
+                except persist.TooBig as exc:
+                    self.kept = None
+                    return {"ok": True, "too_big": exc.size}
+                except MemoryError:  # the cell went well: its caller is not to hear of it
+                    self.kept = None
+                    return {"ok": False, "error": _NO_ROOM_TO_KEEP}
+            else:
+                data, dropped = persist.dump(ns, names, helpers)
             if op == "checkpoint":
                 channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
                 return {"ok": True, "dropped": dropped}
@@ -141,7 +153,7 @@ class Guest:
                 self.runner.baseline = set(self.runner.ns)
             return {"ok": True}
         if op in ("snapshot", "restore", "checkpoint"):
-            return self.persist(op, str(msg.get("path", "")))
+            return self.persist(op, str(msg.get("path", "")), msg.get("limit"))
         if op == "rebind":
             return self.rebind(msg)
         if op == "reset":
@@ -160,6 +172,10 @@ class Guest:
                 forget_session()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {op!r}"}
+
+
+_NO_ROOM_TO_KEEP = ("a pickled copy of the variables needs more memory than the session "
+                    "has left (Limits.memory_bytes)")
 
 
 def _persist() -> Any:

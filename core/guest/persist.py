@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dump", "load", "lost_files"]
+__all__ = ["TooBig", "dump", "load", "lost_files"]
 
 _FORMAT = 3
 """3: every value in one pickle, tools named by `reducer_override` (no `persistent_id`, which
@@ -169,8 +169,33 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"the new session has no {pid!r}")
 
 
-def _pickle(values: dict[str, Any], helpers: dict[int, str], main: dict[str, Any]) -> bytes:
-    out = io.BytesIO()
+class TooBig(Exception):
+    """The pickled values would be more than the limit given (`dump`)."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
+class _Bounded(io.BytesIO):
+    """A pickle's output that stops it once past `limit` bytes: a state over the limit
+    costs its first `limit` bytes of pickling, not all of it (nor the memory for all of
+    it). The pickler writes in frames of 64 KiB, and big objects at once."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def write(self, data: Any) -> int:
+        size = self.tell() + len(data)
+        if size > self.limit:
+            raise TooBig(size)
+        return super().write(data)
+
+
+def _pickle(values: dict[str, Any], helpers: dict[int, str], main: dict[str, Any],
+            limit: int | None = None) -> bytes:
+    out = io.BytesIO() if limit is None else _Bounded(limit)
     _Pickler(out, helpers, main).dump(values)
     return out.getvalue()
 
@@ -184,8 +209,10 @@ def _why(value: Any, exc: BaseException) -> str:
     return f"a {kind} ({type(exc).__name__}: {str(exc)[:80]})"
 
 
-def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
-    """The pickled values of `names` in `ns`, and the names left behind with the reason.
+def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
+         limit: int | None = None) -> tuple[bytes, dict[str, str]]:
+    """The pickled values of `names` in `ns`, and the names left behind with the reason;
+    `TooBig` once they are past `limit` bytes.
 
     One pickle, so objects shared between names stay shared (an instance keeps its class);
     a name that cannot pickle is found alone and left out."""
@@ -193,19 +220,19 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any]) -> tuple
     values = {k: ns[k] for k in names if k in ns}
     dropped: dict[str, str] = {}
     try:
-        blob = _pickle(values, refs, ns) if values else b""
-    except MemoryError:  # not the values' fault: the guest must see it (`main._Loop`)
+        blob = _pickle(values, refs, ns, limit) if values else b""
+    except (MemoryError, TooBig):  # not the values' fault: the caller must see it
         raise
     except Exception:  # noqa: BLE001 - find the names at fault
         for name, value in list(values.items()):
             try:
-                _pickle({name: value}, refs, ns)
-            except MemoryError:
+                _pickle({name: value}, refs, ns, limit)
+            except (MemoryError, TooBig):
                 raise
             except Exception as exc:  # noqa: BLE001
                 dropped[name] = _why(value, exc)
                 del values[name]
-        blob = _pickle(values, refs, ns)
+        blob = _pickle(values, refs, ns, limit)
     modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
     return pickle.dumps({"format": _FORMAT, "values": blob, "modules": modules}), dropped
 

@@ -408,6 +408,40 @@ def test_a_state_too_big_to_keep_stays_named_while_cells_leave_it_as_it_was():
         assert "Limits.rollback_bytes" in r.error, r.error
 
 
+_BIG = "big = [bytes([i]) * (1 << 20) for i in range(80)]\nn = 1"
+"""80 MiB of distinct bytes: in a guest of `_ROOM`, a pickled copy does not fit beside them
+(the data runtime's start image takes some 90 MiB of that room)."""
+_ROOM = 192 << 20
+
+
+def test_a_state_past_rollback_bytes_is_only_pickled_that_far():
+    """Where the point is the pickled variables, the pickling stops at the limit: a state
+    over it costs that much after each cell, not its whole size (nor the memory for a copy
+    of all of it, which this guest would not have)."""
+    with Session([], limits=Limits(timeout_s=1, memory_bytes=_ROOM,
+                                   rollback_bytes=4 << 20)) as s:
+        assert s.run(_BIG).ok
+        assert s.run("print(n)").ok
+        r = s.run("n = 2\nwhile True:\n    pass")
+        assert r.restarted and "big" in r.lost_names, r.error
+        assert "is more than Limits.rollback_bytes (4.0 MiB)" in r.error, r.error
+
+
+def test_a_state_whose_copy_does_not_fit_in_the_guest_is_named_for_what_it_is():
+    """The cells run as ever; a stopped one says why its session could not come back (on a
+    runtime whose point is the interpreter's memory, kept by the host, it comes back)."""
+    with Session([], limits=Limits(timeout_s=1, memory_bytes=_ROOM)) as s:
+        assert s.run(_BIG).ok
+        r = s.run("n = 2")
+        assert r.ok and s.run("print(n)").stdout == "2\n", r.error
+        r = s.run("n = 3\nwhile True:\n    pass")
+        if _exact(s):
+            assert r.rolled_back and s.run("n, len(big)").value == "(2, 80)", r.error
+        else:
+            assert r.restarted and "big" in r.lost_names, r.error
+            assert "needs more memory than the session has left" in r.error, r.error
+
+
 def _point_held(s: Session) -> tuple[object, threading.Event, threading.Event]:
     """`keep = 1` has run in `s`, whose guest's points are held back from then on until
     `gate` is set (`due` is set when one is due: now, for that cell)."""
