@@ -62,8 +62,7 @@ class Guest:
     def persist(self, op: str, path: str, limit: Any = None) -> dict[str, Any]:
         """Save the variables into `path` (a file in the session folder), or load them; or
         ("checkpoint") hand them to the host, the point a stopped cell's session comes back
-        to, unless they pickle to more than `limit` bytes (the pickling stops there) or to
-        more than the guest's memory holds."""
+        to (`_checkpoint`)."""
         ns, helpers = self.runner.ns, self.runner.helpers
         persist = _persist()
         if op != "restore":
@@ -75,27 +74,29 @@ class Guest:
                 self.kept, same = persist.unchanged_since(ns, names, self.kept)
                 if same:  # the host's point holds this state already
                     return {"ok": True, "same": True}
-            if op == "checkpoint":
-                try:
-                    data, dropped = persist.dump(ns, names, helpers,
-                                                 limit if type(limit) is int else None)
-                except persist.TooBig as exc:
-                    self.kept = None
-                    return {"ok": True, "too_big": exc.size}
-                except MemoryError:  # the cell went well: its caller is not to hear of it
-                    self.kept = None
-                    return {"ok": False, "error": _NO_ROOM_TO_KEEP}
-            else:
-                data, dropped = persist.dump(ns, names, helpers)
-            if op == "checkpoint":
-                channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
-                return {"ok": True, "dropped": dropped}
+                return self._checkpoint(persist, names, limit if type(limit) is int else None)
+            data, dropped = persist.dump(ns, names, helpers)
             with open(path, "wb") as f:
                 f.write(data)
             return {"ok": True, "dropped": dropped}
         with open(path, "rb") as f:
             failed = persist.load(f.read(), ns, helpers)
         return {"ok": True, "failed": failed, "names": self.runner.user_names()}
+
+    def _checkpoint(self, persist: Any, names: list[str], limit: int | None) -> dict[str, Any]:
+        """Hand the variables to the host as raw bytes, unless they pickle to more than
+        `limit` bytes or than the memory left: then no point is kept, and the cell that
+        just ended, which went well, is not made to fail for it."""
+        try:
+            data, dropped = persist.dump(self.runner.ns, names, self.runner.helpers, limit)
+        except persist.TooBig as exc:
+            self.kept = None
+            return {"ok": True, "too_big": exc.size}
+        except MemoryError:
+            self.kept = None
+            return {"ok": False, "error": _NO_ROOM_TO_KEEP}
+        channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
+        return {"ok": True, "dropped": dropped}
 
     def _kept_names(self) -> list[str]:
         """The names a checkpoint or a snapshot keeps."""
@@ -175,7 +176,7 @@ class Guest:
 
 
 _NO_ROOM_TO_KEEP = ("a pickled copy of the variables needs more memory than the session "
-                    "has left (Limits.memory_bytes)")
+                    "has left under Limits.memory_bytes")
 
 
 def _persist() -> Any:

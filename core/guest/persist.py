@@ -187,7 +187,7 @@ class _Bounded(io.BytesIO):
         self.limit = limit
 
     def write(self, data: Any) -> int:
-        size = self.tell() + len(data)
+        size = self.tell() + memoryview(data).nbytes
         if size > self.limit:
             raise TooBig(size)
         return super().write(data)

@@ -160,8 +160,8 @@ def scan(address: int, size: int, out: ctypes.Array, flags: int = 0, inverted: i
 def private_regions(address: int, size: int,
                     out: ctypes.Array) -> list[tuple[int, int]] | None:
     """`runs(written(address, size))` as [start, end) byte offsets, in one walk of the page
-    tables where the kernel has PAGEMAP_SCAN (a quarter of the time reading the page map
-    takes): pages present (or swapped out) and not the file's. The scan cannot tell an entry
+    tables where the kernel has PAGEMAP_SCAN (less than reading the page map takes): pages
+    present (or swapped out) and not the file's. The scan cannot tell an entry
     that is not present (swapped out, under migration) from a write-tracking marker (a page
     never touched, in a memory a commit protects: `data/_written.py`): where it finds any,
     the page map is read after all."""
