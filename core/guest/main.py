@@ -93,8 +93,10 @@ class Guest:
             self.kept = None
             return {"ok": True, "too_big": exc.size}
         except MemoryError:
+            # Said as a memory error, as a cell's is: the loop keeps its reserve let go until
+            # a command has memory enough (`_Loop.serve`), so the next cell can free some.
             self.kept = None
-            return {"ok": False, "error": _NO_ROOM_TO_KEEP}
+            return {"ok": False, "error": _NO_ROOM_TO_KEEP, "error_type": "MemoryError"}
         channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
         return {"ok": True, "dropped": dropped}
 
