@@ -121,7 +121,8 @@ def test_a_forked_child_reads_its_own_page_map(memory):
     assert page_map.private_regions(address, PAGES * PAGE, page_map.Regions()) == []
 
 
-def test_restore_brings_back_the_baseline_and_the_image(memory):
+@pytest.mark.parametrize("scan", [True, False])  # one walk of the page tables, or the page map
+def test_restore_brings_back_the_baseline_and_the_image(memory, scan):
     address, mapping, image = memory
     for page, word in ((2, b"base"), (6, b"six!"), (7, b"7777"), (13, b"past")):
         mapping[page * PAGE + 9:page * PAGE + 13] = word  # before the baseline: kept
@@ -134,7 +135,7 @@ def test_restore_brings_back_the_baseline_and_the_image(memory):
     for page in (2, 5, 7, 8, 9, 13, 14):  # over saved pages, image pages and past the image
         mapping[page * PAGE + 50:page * PAGE + 54] = b"run!"
     mapping[6 * PAGE:8 * PAGE] = b"\xff" * (2 * PAGE)
-    assert renew.restore(address, PAGES * PAGE, baseline, memoryview(image))
+    assert renew.restore(address, PAGES * PAGE, baseline, memoryview(image), scan=scan)
     assert bytes(mapping) == expected
 
 

@@ -74,15 +74,25 @@ def capture(address: int, size: int, kept_fds: frozenset[int]) -> Baseline | Non
     return Baseline(size, written, blob, kept_fds)
 
 
-def restore(address: int, size: int, baseline: Baseline, image: memoryview) -> bool:
+def restore(address: int, size: int, baseline: Baseline, image: memoryview,
+            scan: bool = True) -> bool:
     """Write `baseline` back over the memory at `address` (between turns): False, having
-    changed nothing, when that cannot make it the baseline (it grew, or no page map)."""
+    changed nothing, when that cannot make it the baseline (it grew, or no page map).
+
+    The pages written are found with one walk of the page tables (`scan`), or by reading
+    the page map where the memory has been write-protected (a commit's tracking): the walk
+    would find its markers and read the page map after all (`private_regions`)."""
     if size != baseline.size:
         return False
-    out = getattr(_scans, "out", None)
-    if out is None:
-        out = _scans.out = pagemap.Regions()
-    written = pagemap.private_regions(address, size, out)
+    if scan:
+        out = getattr(_scans, "out", None)
+        if out is None:
+            out = _scans.out = pagemap.Regions()
+        written = pagemap.private_regions(address, size, out)
+    else:
+        flags = pagemap.written(address, size)
+        written = None if flags is None else \
+            [(first * PAGE, end * PAGE) for first, end in pagemap.runs(flags)]
     if written is None:
         return False
     memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")

@@ -110,6 +110,9 @@ class DataInstance(WasmtimeInstance):
         """The commit point it was mapped from: its page map takes the pages it shares with
         the point's memfd for the image's (see `save_memory`), and it is not renewed."""
         self._commit_failed = False
+        self._protected = False
+        """Whether a commit's write tracking ever protected this memory: its markers stay
+        (a renewal then reads the page map: `write_back.restore`)."""
 
     def _wasi_config(self, spec: GuestSpec) -> wasmtime.WasiConfig:
         files: DataFiles = self._rt.files
@@ -151,6 +154,7 @@ class DataInstance(WasmtimeInstance):
             self._commit_failed = True
             return None
         self._point, self._tracker = done
+        self._protected = True
         return self._point
 
     def drop_commits(self) -> None:
@@ -240,7 +244,8 @@ class DataInstance(WasmtimeInstance):
         self.fds = set(baseline.kept_fds)
         self.opened &= baseline.kept_fds
         if not empty_folder(workdir) or not renewal.restore(base, size, baseline,
-                                                                image.content):
+                                                                image.content,
+                                                                scan=not self._protected):
             return False
         if image.seeds:
             image.reseed(base)
