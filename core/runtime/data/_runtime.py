@@ -270,9 +270,12 @@ class DataInstance(WasmtimeInstance):
         else:
             self.turn(self._boot)
 
-    first_answer_limit = 1 << 16
+    first_answer_limit = 1024
     """A turn's source carries the answer in hex digits, which the guest reads back without
-    compiling the source (`guest/turns.py`): a crossing saved, whatever the command's size."""
+    compiling the source (`guest/turns.py`): a crossing saved per cell. A bigger command is
+    asked for, as before: the source must find room in guest memory before any Python runs
+    (finding none ends the guest), and a guest that has just filled its memory may have
+    little."""
 
     def turn(self, source: str, first: bytes | None = None) -> None:
         if first is not None:  # bound for the source as `_answer`, as the component's turn does
