@@ -85,8 +85,8 @@ class Guest:
 
     def _checkpoint(self, persist: Any, names: list[str], limit: int | None) -> dict[str, Any]:
         """Hand the variables to the host as raw bytes, unless they pickle to more than
-        `limit` bytes or than the memory left: then no point is kept, and the cell that
-        just ended, which went well, is not made to fail for it."""
+        `limit` bytes or than the memory left: then no point is kept (the cell that just
+        ended has its result already)."""
         try:
             data, dropped = persist.dump(self.runner.ns, names, self.runner.helpers, limit)
         except persist.TooBig as exc:
