@@ -109,7 +109,7 @@ class Points:
             if point is not None and limit is not None and point.size_bytes > limit:
                 self._instance.drop_commits()  # it would only grow: no more commits
                 self._dropped = True
-                self._set(None, _too_big(point.size_bytes, limit))
+                self._set(None, _too_big(limit, point.size_bytes))
             else:
                 self._set(point, None if point is not None else
                           "this guest could not keep a copy of its memory")
@@ -125,12 +125,12 @@ class Points:
         if reply.get("ok") and reply.get("empty"):
             self._set(None, None)
         elif reply.get("ok") and isinstance(reply.get("too_big"), int) and limit is not None:
-            self._set(None, _too_big(reply["too_big"], limit, more=True))
+            self._set(None, _too_big(limit))  # the pickling stopped there
         elif not reply.get("ok") or blob is None:
             self._set(None, "its variables could not be saved "
                       f"({str(reply.get('error') or 'no data')[:200]})")
         elif limit is not None and len(blob) > limit:
-            self._set(None, _too_big(len(blob), limit))
+            self._set(None, _too_big(limit, len(blob)))
         else:
             dropped = reply.get("dropped")
             self._set(Checkpoint(blob, {str(k): str(v) for k, v in dropped.items()}
@@ -158,7 +158,7 @@ class Points:
         self.point, self.note = point, note
 
 
-def _too_big(size: int, limit: int, more: bool = False) -> str:
-    """`more`: `size` is where the pickling stopped, not the whole state's."""
-    state = "" if more else f" ({size / 2**20:.1f} MiB)"
+def _too_big(limit: int, size: int | None = None) -> str:
+    """`size`: the state's, where it is known."""
+    state = "" if size is None else f" ({size / 2**20:.1f} MiB)"
     return f"its state{state} is more than Limits.rollback_bytes ({limit / 2**20:.1f} MiB)"

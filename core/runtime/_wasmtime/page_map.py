@@ -15,7 +15,7 @@ import sys
 import threading
 
 __all__ = ["PAGE", "PAGE_IS_FILE", "PAGE_IS_PRESENT", "PAGE_IS_WRITTEN", "Regions", "ioctl", "private_regions", "runs", "scan",
-           "scan_fd", "written"]
+           "scan_fd", "written", "written_regions"]
 
 PAGE = 4096
 _PAGEMAP = "/proc/self/pagemap"
@@ -179,5 +179,10 @@ def private_regions(address: int, size: int,
             _scan_works = False  # an older kernel: read the page map from now on
         else:
             return None
+    return written_regions(address, size)
+
+
+def written_regions(address: int, size: int) -> list[tuple[int, int]] | None:
+    """`runs(written(address, size))` as [start, end) byte offsets, read from the page map."""
     flags = written(address, size)
     return None if flags is None else [(first * PAGE, end * PAGE) for first, end in runs(flags)]

@@ -90,9 +90,7 @@ def restore(address: int, size: int, baseline: Baseline, image: memoryview,
             out = _scans.out = pagemap.Regions()
         written = pagemap.private_regions(address, size, out)
     else:
-        flags = pagemap.written(address, size)
-        written = None if flags is None else \
-            [(first * PAGE, end * PAGE) for first, end in pagemap.runs(flags)]
+        written = pagemap.written_regions(address, size)
     if written is None:
         return False
     memory = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
