@@ -1,0 +1,85 @@
+"""runtime/_wasmtime/bell.py: a counter rung by one thread and spun on, without the GIL, by
+another; the engine's worker hands cells over with two of them."""
+
+from __future__ import annotations
+
+import gc
+import queue
+import threading
+import time
+
+from tooliscode.runtime import Bell, bell
+from tooliscode.runtime._wasmtime import bell as bells
+
+
+def test_ring_counts_and_a_wait_rings_the_other_bell_first() -> None:
+    a, b = bell(), bell()
+    a.ring()
+    a.ring()
+    assert a.count == 2
+    assert not b.wait(b.count, 0.0005, ring=a)  # nobody rings b: it gives up
+    assert a.count == 3
+    assert b.wait(b.count - 1, 0.0005)  # the count it was told of is old: no spin at all
+
+
+def test_a_spinning_thread_is_woken_by_a_ring_from_another() -> None:
+    """A ping-pong of 200 items: each side rings the other's bell as it starts to spin for
+    its own, and the queues stay the truth. Nearly every wait must end rung, not given up:
+    a spin that let the GIL go after ringing, or rang nothing, would time out each time."""
+    to_guest, to_caller = bell(), bell()
+    items: queue.SimpleQueue[int] = queue.SimpleQueue()
+    answers: queue.SimpleQueue[int] = queue.SimpleQueue()
+    rounds, rung = 200, []
+
+    def guest() -> None:
+        seen = to_guest.count
+        for _ in range(rounds):
+            if items.empty():
+                to_guest.wait(seen, 1.0)
+            seen = to_guest.count
+            item = items.get(timeout=5)
+            answers.put(item * 2)
+            to_caller.ring()
+
+    thread = threading.Thread(target=guest)
+    thread.start()
+    for i in range(rounds):
+        seen = to_caller.count
+        items.put(i)
+        rung.append(to_caller.wait(seen, 1.0, ring=to_guest))
+        assert answers.get(timeout=5) == i * 2
+    thread.join(5)
+    assert not thread.is_alive()
+    assert sum(rung) >= rounds * 0.9, f"only {sum(rung)} of {rounds} waits were rung"
+
+
+def test_a_wait_that_is_not_rung_ends_after_its_time() -> None:
+    b = bell()
+    start = time.perf_counter()
+    assert not b.wait(b.count, 0.02)
+    took = time.perf_counter() - start
+    assert 0.002 < took < 2.0  # calibrated to the machine, not exact: bounded both ways
+
+
+def test_a_bell_gives_its_counter_back_when_it_goes() -> None:
+    shared = bells._shared()
+    assert shared is not None
+    b = bell()
+    offset = b._offset
+    assert offset is not None and offset // 4 not in shared._free
+    b.ring()
+    del b
+    gc.collect()
+    assert offset // 4 in shared._free
+    assert shared.word(offset).value == 0  # a counter given back starts again from nothing
+
+
+def test_where_no_bell_can_spin_waits_end_at_once_and_rings_still_count() -> None:
+    unusable, real = Bell(None, None), bell()
+    unusable.ring()
+    assert unusable.count == 0
+    before = real.count
+    start = time.perf_counter()
+    assert not unusable.wait(0, 10.0, ring=real)
+    assert time.perf_counter() - start < 1.0
+    assert real.count == before + 1
