@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runtime import GuestSpec, GuestTrap, Runtime, bell
+from ..runtime import GuestSpec, GuestTrap, Runtime, bell, ready_here
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, SERVE_ANSWERED, boot_answer, boot_reply
 from ._command import Command, NotStarted, OpsHandler, settle
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
@@ -207,6 +207,8 @@ class Worker:
         within `SPIN_S` is told by when it was given, not by when this thread woke to it:
         a wake-up would make every result look late once the spinning stopped."""
         self._quick = 0 <= self._given_at - began <= SPIN_S
+        if self._quick:
+            ready_here()  # once per thread, and now that nothing waits for it
 
     def drop(self, command: Command) -> bool:
         """From any thread: keep a submitted `command` from ever being handed to the guest.
@@ -428,7 +430,10 @@ class Worker:
         """The next command (no wasm stack is live while we wait). Where the instance has
         work for an idle moment (`Instance.idle`), it is done once no command has come for
         `IDLE_AFTER_S`: a command that comes sooner (cells run one after another, a session
-        closed at once) does not wait for it."""
+        closed at once) does not wait for it. With none waiting, the thread first gets what
+        it needs to spin for commands in later turns (`_soon`), once."""
+        if self._commands.empty():
+            ready_here()
         if self.instance.idle_work:
             try:
                 return self._commands.get(timeout=IDLE_AFTER_S)
