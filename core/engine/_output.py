@@ -81,9 +81,10 @@ class OutputStream:
         self._wake: asyncio.Event | None = None
         self._pump: asyncio.Task[None] | None = None
         self._drained: list[asyncio.Future[None]] = []
+        self._calling = False
+        """The pump is in the callback (or awaiting what it returned)."""
         if loop is not None:
             self._wake = asyncio.Event()
-            self._pump = loop.create_task(self._deliver())
 
     @property
     def guest_limit(self) -> int | None:
@@ -149,15 +150,15 @@ class OutputStream:
         self._stopped = self._silenced = True
 
     def _enqueue(self, stream: str, text: str) -> None:
-        loop, wake = self._loop, self._wake
-        assert loop is not None and wake is not None
+        loop = self._loop
+        assert loop is not None
         with self._room:
             was_empty = not self._queue
             self._queue.append((stream, text))
             self.queued += len(text)
         if was_empty:
             try:
-                loop.call_soon_threadsafe(wake.set)
+                loop.call_soon_threadsafe(self._kick)
             except RuntimeError:  # the loop is closed: nobody will read it
                 self._stopped = True
                 return
@@ -167,6 +168,17 @@ class OutputStream:
                 self._room.wait(0.05)
 
     # -- the event loop (`arun`) ----------------------------------------------------------
+
+    def _kick(self) -> None:
+        """Chunks are queued: the pump takes them. It is started by a cell's first chunk,
+        so a cell that prints nothing makes no task (nor cancels one)."""
+        if self._silenced:
+            return
+        if self._pump is None:
+            assert self._loop is not None
+            self._pump = self._loop.create_task(self._deliver())
+        assert self._wake is not None
+        self._wake.set()
 
     async def _deliver(self) -> None:
         wake = self._wake
@@ -181,12 +193,15 @@ class OutputStream:
                         break
                     stream, text = self._queue[0]
                 if not self._silenced:
+                    self._calling = True
                     try:
                         result = self._callback(stream, text)
                         if inspect.isawaitable(result):
                             await result
                     except Exception:  # noqa: BLE001 - the caller's bug must not break the cell
                         self._failed()
+                    finally:
+                        self._calling = False
                 with self._room:
                     self._queue.popleft()
                     self.queued -= len(text)
@@ -194,17 +209,20 @@ class OutputStream:
             for waiter in drained:
                 if not waiter.done():
                     waiter.set_result(None)
+            if self._silenced:  # closed: the pump ends of itself (see `close`)
+                return
 
     async def drain(self) -> None:
         """Wait until every chunk sent so far has been handed to the callback."""
-        loop, wake = self._loop, self._wake
-        assert loop is not None and wake is not None
+        loop = self._loop
+        assert loop is not None
         with self._room:
-            if not self._queue or self._pump is None or self._pump.done():
+            if not self._queue or self._silenced or (self._pump is not None
+                                                     and self._pump.done()):
                 return
             waiter = loop.create_future()
             self._drained.append(waiter)
-        wake.set()
+        self._kick()
         await waiter
 
     def close(self) -> None:
@@ -216,5 +234,13 @@ class OutputStream:
         for waiter in drained:
             if not waiter.done():
                 waiter.set_result(None)
-        if self._pump is not None and not self._pump.done():
-            self._pump.cancel()
+        pump = self._pump
+        if pump is not None and not pump.done():
+            # A pump waiting for chunks is woken to end of itself: a cancelled task leaves
+            # an exception and its frames in a cycle for the garbage collector, each cell.
+            # One held up by the callback is cancelled, or a hung callback would keep it.
+            if self._calling:
+                pump.cancel()
+            else:
+                assert self._wake is not None
+                self._wake.set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import functools
 import threading
 import time
 from collections.abc import Mapping
@@ -77,7 +78,9 @@ class Parked:
 class Waiter:
     """Wakes at the first of a command's end and its cell's pause. Armed before the command
     is handed to the guest, so the waiting thread blocks at once: setting up a wait after
-    the hand-over held the interpreter lock just when the guest's thread wanted it."""
+    the hand-over held the interpreter lock just when the guest's thread wanted it. The
+    futures' callbacks hold only its lock: holding the waiter, which holds the futures,
+    they would make a cycle, garbage for the collector each cell."""
 
     __slots__ = ("command", "signal", "_lock")
 
@@ -85,14 +88,9 @@ class Waiter:
         self.command, self.signal = command, signal
         self._lock = threading.Lock()
         self._lock.acquire()
-        command.future.add_done_callback(self._fire)
-        signal.add_done_callback(self._fire)
-
-    def _fire(self, _future: cf.Future) -> None:
-        try:
-            self._lock.release()
-        except RuntimeError:  # the other one fired first
-            pass
+        fire = functools.partial(_release, self._lock)
+        command.future.add_done_callback(fire)
+        signal.add_done_callback(fire)
 
     def wait(self, timeout: float | None) -> Any:
         """The cell's outcome, or `PAUSED`; raises what the command raised, or
@@ -104,6 +102,13 @@ class Waiter:
         return PAUSED
 
 
+def _release(lock: threading.Lock, _future: cf.Future) -> None:
+    try:
+        lock.release()
+    except RuntimeError:  # the other future came first
+        pass
+
+
 def wait_either(command: Command, signal: cf.Future, timeout: float | None) -> Any:
     """The cell's outcome, or `PAUSED`; raises what the command raised, or `cf.TimeoutError`."""
     return Waiter(command, signal).wait(timeout)
@@ -112,27 +117,29 @@ def wait_either(command: Command, signal: cf.Future, timeout: float | None) -> A
 def first_of(loop: asyncio.AbstractEventLoop, command: Command, signal: cf.Future
              ) -> asyncio.Future:
     """An asyncio future set to the cell's outcome, or `PAUSED` (an exception the command
-    raised is raised). One future and two callbacks: `asyncio.wait` would add more per cell."""
+    raised is raised). One future and two callbacks: `asyncio.wait` would add more per cell.
+    Neither callback refers to `signal`, which holds one of them: the two would be a cycle,
+    garbage for the collector each cell."""
     waiter = loop.create_future()
 
-    def settle(source: cf.Future) -> None:
+    def settle(source: cf.Future, paused: bool) -> None:
         if waiter.done():
             return
-        if source is signal:
+        if paused:
             waiter.set_result(PAUSED)
         elif (error := source.exception()) is not None:
             waiter.set_exception(error)
         else:
             waiter.set_result(source.result())
 
-    def relay(source: cf.Future) -> None:
+    def relay(source: cf.Future, paused: bool) -> None:
         try:
-            loop.call_soon_threadsafe(settle, source)
+            loop.call_soon_threadsafe(settle, source, paused)
         except RuntimeError:  # that loop is closed: the cell paused, and ends long after
             pass
 
-    for source in (command.future, signal):
-        source.add_done_callback(relay)
+    command.future.add_done_callback(functools.partial(relay, paused=False))
+    signal.add_done_callback(functools.partial(relay, paused=True))
     return waiter
 
 

@@ -379,7 +379,10 @@ class CellCalls(Steering):
             self._loop_calls.leave()
 
     def close(self) -> None:
-        """The cell has ended: its task on the loop (if any) ends too."""
+        """The cell has ended: its task on the loop (if any) ends too. Its hook into the
+        cell goes: the cell holds these calls, so the two would be garbage in a cycle, kept
+        for the collector with all they hold (each cell, a framework's run context too)."""
+        self.on_call = None
         if self._loop_calls is not None:
             self._loop_calls.close()
 

@@ -42,7 +42,7 @@ TURN_WAIT_S = 0.002
 (see `_soon`)."""
 SPIN_S = 0.0003
 """How long a thread handing work to the other spins for the answer before it sleeps: the
-caller for a cell's result (`hand_over`), the guest's thread for the next cell (`_soon`).
+caller for a cell's result (`spin_for_result`), the guest's thread for the next cell (`_soon`).
 A small cell and a caller's turn between two cells each take about a tenth of a
 millisecond; being woken from sleep costs 20-50 us each way (see `runtime.Bell`)."""
 _BETWEEN = "between-turns"

@@ -288,3 +288,43 @@ def test_a_cancelled_arun_stops_its_stream(session):
 
     asyncio.run(main())
     assert session.run("print('next')").ok
+
+
+def test_the_pump_starts_with_the_first_chunk_and_ends_of_itself():
+    """Under `arun` a cell that prints nothing makes no task; one that prints has its task
+    end when the cell does, not cancelled (a cancelled task leaves its exception and frames
+    in a cycle for the garbage collector, every cell). A callback that hangs is cancelled."""
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        got: list[str] = []
+        quiet = _output.OutputStream(lambda s, t: got.append(t), None, loop)
+        await asyncio.sleep(0)
+        quiet.close()
+        assert quiet._pump is None
+
+        out = _output.OutputStream(lambda s, t: got.append(t), None, loop)
+        out.emit("stdout", "hi\n")
+        await out.drain()
+        assert got == ["hi\n"]
+        pump = out._pump
+        assert pump is not None
+        out.close()
+        await asyncio.wait_for(asyncio.shield(pump), 5)
+        assert pump.done() and not pump.cancelled()
+
+        hung = asyncio.Event()
+
+        async def never(stream, text):
+            hung.set()
+            await asyncio.Event().wait()
+
+        stuck = _output.OutputStream(never, None, loop)
+        stuck.emit("stdout", "x")
+        await hung.wait()
+        stuck.close()
+        assert stuck._pump is not None
+        with pytest.raises(asyncio.CancelledError):
+            await stuck._pump
+
+    asyncio.run(main())
