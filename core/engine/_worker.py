@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runtime import GuestSpec, GuestTrap, Runtime, bell, ready_here
+from ..runtime import GuestSpec, GuestTrap, Runtime, bell, spare_spinner
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, SERVE_ANSWERED, boot_answer, boot_reply
 from ._command import Command, NotStarted, OpsHandler, settle
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
@@ -104,12 +104,14 @@ class Worker:
         """Rung when a command is queued: the guest's thread may be spinning for one."""
         self._delivered = bell()
         """Rung when a command's result is given: its caller may be spinning for it."""
-        self._quick = True
+        self._quick = False
         """The last result waited for with `spin_for_result` came within `SPIN_S`: spin for
-        the next one too (a caller whose cells take longer would only burn a core)."""
-        self._prompt = True
+        the next one too (a caller whose cells take longer would only burn a core). A new
+        guest's first cell, which takes longer, is not spun for."""
+        self._prompt = False
         """The last command after a result (`_soon`) came within `SPIN_S`: spin for the next
-        one too."""
+        one too. Not after a new guest's first cell: a session made for one cell is closed
+        next, seldom at once."""
         self._queued_at = 0.0
         """When the last command was queued (`time.perf_counter`)."""
         self._given_at = 0.0
@@ -208,7 +210,7 @@ class Worker:
         a wake-up would make every result look late once the spinning stopped."""
         self._quick = 0 <= self._given_at - began <= SPIN_S
         if self._quick:
-            ready_here()  # once per thread, and now that nothing waits for it
+            spare_spinner()  # for the next wait, made now that nothing waits for it
 
     def drop(self, command: Command) -> bool:
         """From any thread: keep a submitted `command` from ever being handed to the guest.
@@ -430,10 +432,10 @@ class Worker:
         """The next command (no wasm stack is live while we wait). Where the instance has
         work for an idle moment (`Instance.idle`), it is done once no command has come for
         `IDLE_AFTER_S`: a command that comes sooner (cells run one after another, a session
-        closed at once) does not wait for it. With none waiting, the thread first gets what
-        it needs to spin for commands in later turns (`_soon`), once."""
+        closed at once) does not wait for it. With none waiting, the thread first makes sure
+        it will find a store to spin in for commands in later turns (`_soon`)."""
         if self._commands.empty():
-            ready_here()
+            spare_spinner()
         if self.instance.idle_work:
             try:
                 return self._commands.get(timeout=IDLE_AFTER_S)

@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any
 
-from ._wasmtime.bell import Bell, bell, ready_here
+from ._wasmtime.bell import Bell, bell, spare_spinner
 from ._wasmtime.compile_cache import ENV_CACHE, cache_dir, write_private
 from ._wasmtime.tiers import ENV_COMPILER
 from ._wasmtime.tiers import eager as compile_eagerly
@@ -28,7 +28,7 @@ __all__ = [
     "WasmFile", "PACKAGED_SHA256", "locate_python_wasm", "default_runtime",
     "close_default_runtime", "DataRuntime", "WasmtimeRuntime", "ComponentRuntime", "RUNTIME_NAMES", "ENV_RUNTIME",
     "runtime_named", "resolve_runtime", "python_note", "ENV_CACHE", "cache_dir", "write_private",
-    "ENV_COMPILER", "compile_eagerly", "Bell", "bell", "ready_here",
+    "ENV_COMPILER", "compile_eagerly", "Bell", "bell", "spare_spinner",
 ]
 
 RUNTIME_NAMES = ("default", "data")

@@ -8,30 +8,33 @@ import queue
 import threading
 import time
 
-from tooliscode.runtime import Bell, bell, ready_here
+from tooliscode.runtime import Bell, bell, spare_spinner
 from tooliscode.runtime._wasmtime import bell as bells
 
 
-def test_a_thread_spins_only_once_it_is_ready() -> None:
-    """Making a thread's store to spin in costs about 0.1 ms: a thread that has not made it
-    rings at once and does not spin, instead of making it on the way to a wait."""
-    a, b = bell(), bell()
-    found: list[tuple[bool, float, int]] = []
-
-    def fresh_thread() -> None:
+def test_with_no_store_spare_a_wait_rings_at_once_and_one_is_made_later() -> None:
+    """Making a store to spin in costs about 0.1 ms: a wait that finds none spare rings at
+    once and does not spin, instead of making one on the way; `spare_spinner`, called where
+    nothing waits, then makes one, as many as threads that waited at once."""
+    shared = bells._shared()
+    assert shared is not None
+    spare_spinner()
+    taken, shared._spare[:] = list(shared._spare), []
+    try:
+        a, b = bell(), bell()
         start = time.perf_counter()
-        rung = b.wait(b.count, 10.0, ring=a)
-        found.append((rung, time.perf_counter() - start, a.count))
-
-    thread = threading.Thread(target=fresh_thread)
-    thread.start()
-    thread.join(20)
-    rung, took, count = found[0]
-    assert not rung and took < 1.0 and count == 1
+        assert not b.wait(b.count, 10.0, ring=a)
+        assert time.perf_counter() - start < 1.0 and a.count == 1
+        spare_spinner()
+        assert len(shared._spare) == 1
+        spare_spinner()  # one spare, and nobody went without since: none more
+        assert len(shared._spare) == 1
+    finally:
+        shared._spare.extend(taken)
 
 
 def test_ring_counts_and_a_wait_rings_the_other_bell_first() -> None:
-    ready_here()
+    spare_spinner()
     a, b = bell(), bell()
     a.ring()
     a.ring()
@@ -51,7 +54,6 @@ def test_a_spinning_thread_is_woken_by_a_ring_from_another() -> None:
     rounds, rung = 200, []
 
     def guest() -> None:
-        ready_here()
         seen = to_guest.count
         for _ in range(rounds):
             if items.empty():
@@ -61,7 +63,9 @@ def test_a_spinning_thread_is_woken_by_a_ring_from_another() -> None:
             answers.put(item * 2)
             to_caller.ring()
 
-    ready_here()
+    spare_spinner()
+    bells._shared()._short = True  # the two threads wait at once: two stores
+    spare_spinner()
     thread = threading.Thread(target=guest)
     thread.start()
     for i in range(rounds):
@@ -75,7 +79,7 @@ def test_a_spinning_thread_is_woken_by_a_ring_from_another() -> None:
 
 
 def test_a_wait_that_is_not_rung_ends_after_its_time() -> None:
-    ready_here()
+    spare_spinner()
     b = bell()
     start = time.perf_counter()
     assert not b.wait(b.count, 0.02)

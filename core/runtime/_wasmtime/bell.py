@@ -9,8 +9,9 @@ must let go of the GIL before it rings, or the spinner finds the GIL taken and s
 after all.
 
 Python has no GIL-free spin of its own, so the spin is a wasm function: ctypes lets go of the
-GIL for any call into wasm. The counters live in one shared wasm memory, which every thread's
-own store imports (a store must not be entered by two threads at once). `Bell.wait` lets go
+GIL for any call into wasm. The counters live in one shared wasm memory, which every store to
+spin in imports. A store must not be entered by two threads at once, so a waiting thread
+takes one from a spare pool and puts it back after: a new guest's thread makes none. `Bell.wait` lets go
 of the GIL, rings another bell, then spins on its own counter for at most the time it was
 given. Measured on 2 cores: a ping-pong between two threads, 41-50 us a round trip through
 `queue.SimpleQueue`, 6-8 us through two bells.
@@ -34,7 +35,7 @@ from wasmtime import _ffi as ffi
 
 from .capi import Export
 
-__all__ = ["Bell", "bell", "ready_here"]
+__all__ = ["Bell", "bell", "spare_spinner"]
 
 _PAGES = 1
 """The shared memory's size: 16,384 bells, more than a process keeps guests."""
@@ -78,7 +79,10 @@ class _Bells:
         self._base = ctypes.addressof(self._memory.data_ptr().contents)
         self._free = list(range(_PAGES * 65536 // 4 - 1, -1, -1))
         self._lock = threading.Lock()
-        self._threads = threading.local()
+        self._spare: list[tuple[wasmtime.Store, Export]] = []
+        """Stores to spin in that no thread uses now (taken and put back under the GIL)."""
+        self._short = False
+        """A thread found no store spare since the last `stock`: two threads wait at once."""
         self.spins_per_s = 0.0
         self.spins_per_s = self._calibrate()
 
@@ -94,21 +98,28 @@ class _Bells:
     def word(self, offset: int) -> ctypes.c_int32:
         return ctypes.c_int32.from_address(self._base + offset)
 
-    def ready(self) -> bool:
-        """Whether this thread has its store to spin in (`ready_here`)."""
-        return "spin" in self._threads.__dict__
-
-    def ready_here(self) -> None:
-        """Make this thread's store to spin in: about 0.1 ms, so done where no one waits."""
-        if "spin" not in self._threads.__dict__:
+    def stock(self) -> None:
+        """Make a store to spin in, unless one is spare and no thread went without since the
+        last call: about 0.1 ms, so done where nothing waits for it. There are soon as many
+        as threads that wait at once (a caller and its guest's thread)."""
+        if not self._spare or self._short:
+            self._short = False
             store = wasmtime.Store(self._engine)
             instance = wasmtime.Instance(store, self._module, [self._memory])
-            self._threads.spin = (store, Export(
-                store, instance.exports(store)["ring_and_wait"], 4))
+            self._spare.append((store, Export(store, instance.exports(store)["ring_and_wait"], 4)))
 
-    def ring_and_wait(self, ring: int, wait: int, seen: int, spins: int) -> int:
-        store, spin = self._threads.spin
-        return int(spin(store, ring, wait, seen, spins))
+    def ring_and_wait(self, ring: int, wait: int, seen: int, spins: int) -> int | None:
+        """What the counter at `wait` reads after the spin; None, having done nothing,
+        when no store to spin in is spare."""
+        try:
+            store, spin = spinner = self._spare.pop()
+        except IndexError:
+            self._short = True
+            return None
+        try:
+            return int(spin(store, ring, wait, seen, spins))
+        finally:
+            self._spare.append(spinner)
 
     def _calibrate(self) -> float:
         """Spins a second on this machine: the spin counts loops, having no clock."""
@@ -116,7 +127,7 @@ class _Bells:
         assert offset is not None
         try:
             spins = 1 << 18
-            self.ready_here()
+            self.stock()
             self.ring_and_wait(-1, offset, 0, 1000)
             start = time.perf_counter()
             self.ring_and_wait(-1, offset, 0, spins)
@@ -180,11 +191,11 @@ class Bell:
 
     def wait(self, seen: int, seconds: float, ring: Bell | None = None) -> bool:
         """Let go of the GIL, ring `ring`, and spin for at most `seconds` until this bell's
-        count is no longer `seen`: True when it rang. Where no bell can spin, nor this
-        thread yet (`ready_here`), `ring` is rung with the GIL held and the answer is False
-        at once."""
+        count is no longer `seen`: True when it rang. Where no bell can spin, nor any store
+        to spin in is spare (`spare_spinner`), `ring` is rung with the GIL held and the
+        answer is False at once."""
         bells, offset = self._bells, self._offset
-        if bells is None or offset is None or seconds <= 0 or not bells.ready():
+        if bells is None or offset is None or seconds <= 0:
             if ring is not None:
                 ring.ring()
             return False
@@ -192,15 +203,20 @@ class Bell:
         if ring is not None and other is None:
             ring.ring()
         spins = max(1, min(int(seconds * bells.spins_per_s), 0x7FFFFFFF))
-        return bells.ring_and_wait(-1 if other is None else other, offset, seen, spins) != seen
+        found = bells.ring_and_wait(-1 if other is None else other, offset, seen, spins)
+        if found is None:
+            if other is not None:
+                ring.ring()  # type: ignore[union-attr]
+            return False
+        return found != seen
 
 
-def ready_here() -> None:
-    """Let this thread spin in `Bell.wait` from now on. It costs about 0.1 ms once per
-    thread, so a thread calls it where no one waits for it, not on the way to a wait."""
+def spare_spinner() -> None:
+    """Make sure a thread that waits next finds a store to spin in. Making one costs about
+    0.1 ms, so a thread calls this where nothing waits for it, not on the way to a wait."""
     bells = _shared()
     if bells is not None:
-        bells.ready_here()
+        bells.stock()
 
 
 def bell() -> Bell:
