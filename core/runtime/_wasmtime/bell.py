@@ -66,7 +66,7 @@ class _SharedMemory(wasmtime.SharedMemory):
 
 
 class _Bells:
-    """The shared memory, its free counters, and each thread's store for spinning."""
+    """The shared memory, its free counters, and the spare stores to spin in."""
 
     def __init__(self) -> None:
         config = wasmtime.Config()
