@@ -125,8 +125,9 @@ class Capture:
     def _crossed(self) -> None:
         if not self._head_room and self.limit is not None and self.total > self.limit:
             self._overflow()
-        if self.streamer is not None:
-            self.streamer.crossed(self)
+        streamer = self.streamer  # tested and called as one: the streaming may end any time
+        if streamer is not None:
+            streamer.crossed(self)
         else:
             self.unwatch()
 

@@ -99,6 +99,9 @@ class Streamer:
     def crossed(self, capture: Capture) -> None:
         """A capture passed its mark: a first write since the last send, a switch of
         stream, or `_CHECK` characters more."""
+        if self.stopped:
+            capture.unwatch()
+            return
         now = _clock()
         active = self.active
         if active is not capture:
@@ -302,6 +305,8 @@ def _fire(code: Any, at: int) -> Any:
 
 
 def _on_event(code: Any, at: int, to: int = 0) -> Any:
+    if code.co_filename.startswith(_OWN):  # a branch in Capture.write and the like
+        return sys.monitoring.DISABLE
     return _fire(code, at)
 
 

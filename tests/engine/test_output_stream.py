@@ -328,3 +328,23 @@ def test_the_pump_starts_with_the_first_chunk_and_ends_of_itself():
             await stuck._pump
 
     asyncio.run(main())
+
+
+def test_the_guests_own_code_is_never_watched_and_a_stopped_streamer_takes_no_more(session):
+    """A branch in the guest's own code (`Capture.write`'s) is never watched: a monitor event
+    there could send and end the streaming between a test of the streamer and its call
+    (seen as "'NoneType' object has no attribute 'crossed'" from a print past the stream
+    limit). And a streamer that has stopped lets go of a capture that still tells it."""
+    r = session.run(
+        "import sys\n"
+        "from tooliscode_guest import capture, stream\n"
+        "own = capture.Capture.write.__code__\n"
+        "print(stream._on_event(own, 0) is sys.monitoring.DISABLE)\n"
+        "out = sys.stdout\n"
+        "s = stream.Streamer(None, out, sys.stderr)\n"
+        "s.stop()\n"
+        "out.streamer = s\n"
+        "s.crossed(out)\n"
+        "print(out.streamer is None, s.active is None)\n")
+    assert r.ok, r.error
+    assert r.stdout.split() == ["True", "True", "True"]
