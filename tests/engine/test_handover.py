@@ -11,17 +11,17 @@ from tooliscode.engine import Limits, Session
 
 
 def test_a_worker_stops_spinning_for_what_takes_long_and_starts_again(monkeypatch) -> None:
-    monkeypatch.setattr(worker_module, "SPIN_S", 0.05)  # any cell comes back within it
-    monkeypatch.setattr(worker_module, "TURN_WAIT_S", 0.2)
+    monkeypatch.setattr(worker_module, "SPIN_S", 0.25)  # any cell comes back within it
+    monkeypatch.setattr(worker_module, "TURN_WAIT_S", 1.5)
     with Session(limits=Limits(rollback_bytes=0)) as s:  # no point ends a turn early
         assert s.run("x = 1").ok
         worker = s._state.worker
         assert worker is not None and worker._quick
-        assert s.run("import time; time.sleep(0.2)").ok  # a result that takes long
+        assert s.run("import time; time.sleep(0.6)").ok  # a result that takes long
         assert not worker._quick
         assert s.run("x = 2").ok  # not spun for, and quick: spin for the next
         assert worker._quick
-        time.sleep(0.1)  # the next cell comes late: the turn waited without spinning
+        time.sleep(0.6)  # the next cell comes late: the turn waited without spinning
         assert s.run("x = 3").ok
         assert not worker._prompt
         assert s.run("x").value == "3"
