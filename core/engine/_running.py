@@ -135,7 +135,7 @@ class CellRunner:
             if (fired := self._fired(command, steer.cancel)) is not None:
                 return fired
             waiter = Waiter(command, command.ctx.calls.parking.signal)
-            seen = worker.results_given
+            seen = worker.handover.results_given
             worker.submit(command, ring=False)
             result = self._wait_cell(worker, command, code, waiter, self._watchdog(),
                                      steer.cancel, seen)
@@ -147,16 +147,16 @@ class CellRunner:
                    watchdog: float | None, cancel: Cancel | None = None,
                    seen: int | None = None) -> CellResult | None:
         """Wait for the cell to end or pause; None when the guest died before taking it.
-        `seen`: the command was submitted unrung (`Worker.spin_for_result`)."""
+        `seen`: the command was submitted unrung (`Handover.spin_for_result`)."""
         calls, paused = command.ctx.calls, False
         self._running = (worker, command)
         if cancel is not None:
             cancel._attach(functools.partial(stop_cell, worker, command))
         try:
-            began = None if seen is None else worker.spin_for_result(seen)
+            began = None if seen is None else worker.handover.spin_for_result(seen)
             outcome = waiter.wait(watchdog)
             if began is not None:
-                worker.answered(began)
+                worker.handover.answered(began)
             paused = outcome is PAUSED
         except cf.TimeoutError:
             return self._abandon(worker, command, "timeout")

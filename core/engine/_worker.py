@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runtime import GuestSpec, GuestTrap, Runtime, bell, spare_spinner
+from ..runtime import GuestSpec, GuestTrap, Runtime, spare_spinner
 from ._boot import BAKED_BOOT, BOOT_SOURCE, SERVE, SERVE_ANSWERED, boot_answer, boot_reply
 from ._command import Command, NotStarted, OpsHandler, settle
 from ._frames import EMPTY_ANSWER, EMPTY_FRAME, parse_frame
 from ._guest_code import guest_code
+from ._handover import Handover
 from ._limits import Limits
 from ._points import POINT_WAIT_S, Points
 
@@ -37,14 +38,6 @@ MEMORY_GRACE_BYTES = 16 * 1024 * 1024
 """How far past `Limits.memory_bytes` a guest may grow after hitting it, once."""
 IDLE_AFTER_S = 0.1
 """How long a guest waits for a command before its idle work is done (see `_wait`)."""
-TURN_WAIT_S = 0.002
-"""How long a turn that has given its result waits for the next command before it ends
-(see `_soon`)."""
-SPIN_S = 0.0003
-"""How long a thread handing work to the other spins for the answer before it sleeps: the
-caller for a cell's result (`spin_for_result`), the guest's thread for the next cell (`_soon`).
-A small cell and a caller's turn between two cells each take about a tenth of a
-millisecond; being woken from sleep costs 20-50 us each way (see `runtime.Bell`)."""
 _BETWEEN = "between-turns"
 """A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
 STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
@@ -100,22 +93,10 @@ class Worker:
         self.ops: OpsHandler | None = None
         self.death: GuestTrap | None = None
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
-        self._submitted = bell()
-        """Rung when a command is queued: the guest's thread may be spinning for one."""
-        self._delivered = bell()
-        """Rung when a command's result is given: its caller may be spinning for it."""
-        self._quick = False
-        """The last result waited for with `spin_for_result` came within `SPIN_S`: spin for
-        the next one too (a caller whose cells take longer would only burn a core). A new
-        guest's first cell, which takes longer, is not spun for."""
-        self._prompt = False
-        """The last command after a result (`_soon`) came within `SPIN_S`: spin for the next
-        one too. Not after a new guest's first cell: a session made for one cell is closed
-        next, seldom at once."""
-        self._queued_at = 0.0
-        """When the last command was queued (`time.perf_counter`)."""
-        self._given_at = 0.0
-        """When the last result was given."""
+        self.handover = Handover()
+        """How commands and results cross between a caller and this guest's thread: a
+        caller that waits for a cell's result submits it unrung and spins for the result
+        (`Handover.spin_for_result`)."""
         self._current: Command | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -172,45 +153,17 @@ class Worker:
 
     def submit(self, command: Command, *, ring: bool = True) -> cf.Future:
         """Queue `command` for the guest. `ring=False` leaves the guest's bell to
-        `spin_for_result`, which the caller calls next."""
+        `handover.spin_for_result`, which the caller calls next."""
         with self._lock:
             if not self.alive:
                 command.future.set_exception(NotStarted("the guest is gone"))
                 return command.future
             self._commands.put(command)
-            self._queued_at = time.perf_counter()
+            self.handover.queued()
             self._start_thread()
         if ring:
-            self._submitted.ring()
+            self.handover.submitted.ring()
         return command.future
-
-    @property
-    def results_given(self) -> int:
-        """A count of the results given so far: read it before `submit`, for
-        `spin_for_result`."""
-        return self._delivered.count
-
-    def spin_for_result(self, seen: int) -> float:
-        """For a caller that submitted a command (`ring=False`) and waits for its result
-        next: spin for it a moment (`SPIN_S`) without the GIL, so that a small cell's result
-        needs no waking. The guest's thread, spinning for the command (`_soon`), is rung
-        once the GIL is let go, so it wakes to a free GIL. The caller then waits for the
-        result as it would have, which takes no time when it has come, and tells
-        `answered` when it did, given what this returns."""
-        began = time.perf_counter()
-        if self._quick:
-            self._delivered.wait(seen, SPIN_S, ring=self._submitted)
-        else:
-            self._submitted.ring()
-        return began
-
-    def answered(self, began: float) -> None:
-        """The result waited for since `began` (`spin_for_result`) has come. Whether it came
-        within `SPIN_S` is told by when it was given, not by when this thread woke to it:
-        a wake-up would make every result look late once the spinning stopped."""
-        self._quick = 0 <= self._given_at - began <= SPIN_S
-        if self._quick:
-            spare_spinner()  # for the next wait, made now that nothing waits for it
 
     def drop(self, command: Command) -> bool:
         """From any thread: keep a submitted `command` from ever being handed to the guest.
@@ -450,10 +403,10 @@ class Worker:
         bell a caller may be spinning on now (`_soon` rings it later, without the GIL)."""
         finished, self._finished = self._finished, None
         if finished is not None:
-            self._given_at = time.perf_counter()
+            self.handover.given()
             settle(finished[0].future, finished[1])
             if ring:
-                self._delivered.ring()
+                self.handover.delivered.ring()
 
     def _point_wanted(self) -> bool:
         """A rollback point is due (its result given): False when it would be the session's
@@ -507,28 +460,14 @@ class Worker:
                 return command
 
     def _soon(self) -> Command | None:
-        """The next command, if it comes within `TURN_WAIT_S`, with the result given first.
-        A caller running cells one after another sends the next within a tenth of a
+        """The next command, if it comes soon (`Handover.next_command`), with the result given
+        first. A caller running cells one after another sends the next within a tenth of a
         millisecond of the last one's result: waiting for it in the turn saves ending the
         turn and starting another (a thread wake-up and the turn's entry, about a third of
-        such a cell). Nothing runs meanwhile: the guest is in a host call. The wait begins
-        with a spin without the GIL (`SPIN_S`), which rings the caller's bell first: a caller
-        spinning for the result wakes to a free GIL, and its next cell wakes no one."""
-        start = time.perf_counter()
-        seen = self._submitted.count
+        such a cell). Nothing runs meanwhile: the guest is in a host call."""
+        since, seen = time.perf_counter(), self.handover.submitted.count
         self._deliver(ring=False)
-        if self._prompt and self._commands.empty():
-            self._submitted.wait(seen, SPIN_S, ring=self._delivered)
-        else:
-            self._delivered.ring()
-        try:
-            command = self._commands.get(
-                timeout=max(0.0, TURN_WAIT_S - (time.perf_counter() - start)))
-        except queue.Empty:
-            self._prompt = False
-            return None
-        self._prompt = self._queued_at - start <= SPIN_S  # when it came, not when we woke
-        return command
+        return self.handover.next_command(self._commands, since, seen)
 
     def _changing(self) -> None:
         current = self._current

@@ -150,9 +150,9 @@ def test_cells_sent_one_after_another_share_a_turn(monkeypatch):
     before it ends: cells sent one after another run in one turn, not a turn each. (With
     rollback points on, the data runtime ends each turn to commit between turns.) The wait
     is made long here, so a loaded machine cannot make the test race it."""
-    from tooliscode.engine import _worker
+    from tooliscode.engine import _handover
 
-    monkeypatch.setattr(_worker, "TURN_WAIT_S", 30.0)
+    monkeypatch.setattr(_handover, "TURN_WAIT_S", 30.0)
     with Session([], limits=Limits(rollback_bytes=0)) as s:
         assert s.run("x = 1").ok
         instance = s._state.worker.instance
