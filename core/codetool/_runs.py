@@ -5,7 +5,7 @@ thread the next run's spare is then made and started, and the old sandbox closed
 rarely wait for an interpreter to start and never share one. The spare is offered before its
 start: a run that takes it early waits for that start rather than making a second one. A
 sandbox no code ran in is not closed but becomes the spare itself, and so does one that can
-be renewed (the data runtime: see `engine/_renewal.py`).
+be renewed (see `engine/_renewal.py`).
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ class Runs:
     def finish(self, sandbox: Sandbox, toolbox: Toolbox | None = None) -> None:
         """A run ended: close its sandbox and (given its tools) start the next run's spare,
         both on another thread. A sandbox that can be renewed is the spare at once, renewed on
-        another thread (see `engine/_renewal.py`): the next run may well start before that
-        thread does."""
+        its guest's thread (see `engine/_renewal.py`): the next run may well start before
+        that is done."""
         if self.keep_spare and toolbox is not None:
             if sandbox.fresh:
                 if sandbox.ready(toolbox) and self._offer(sandbox):
                     return  # started, and no code ran in it: the spare again, no thread needed
             elif sandbox.hold_for_renewal(toolbox):
                 if self._offer(sandbox):
-                    submit(sandbox.renew, toolbox)
+                    sandbox.renew(toolbox)
                     return
                 sandbox.lock.release()
         submit(self._finish, sandbox, toolbox)

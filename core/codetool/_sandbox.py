@@ -10,6 +10,8 @@ context, run the cell" one step.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import functools
 import json
 import logging
 import threading
@@ -156,15 +158,38 @@ class Sandbox:
         return True
 
     def renew(self, toolbox: Toolbox) -> None:
-        """After `hold_for_renewal`: nothing of the cells that ran is left (see
-        `engine/_renewal.py`); a guest that cannot be renewed is replaced by a new one."""
+        """After `hold_for_renewal`, without waiting: nothing of the cells that ran is left
+        (see `engine/_renewal.py`). The guest is renewed on its own thread; one that cannot
+        be is replaced by a new one, on another thread. Either way `lock` is let go then."""
+        renewal = self._renewal
+        asked = renewal.renew_soon() if renewal is not None and not self._closed else None
+        if asked is None:
+            submit(self._renewed_by_now, toolbox, False)
+        else:
+            asked.add_done_callback(functools.partial(self._renewal_done, toolbox))
+
+    def _renewal_done(self, toolbox: Toolbox, asked: cf.Future) -> None:
+        """On the guest's thread, as a rule: the renewal asked for is done. Nothing here
+        waits for a lock another thread could hold while it waits for this guest."""
+        renewed = not asked.cancelled() and asked.exception() is None and asked.result() is True
+        if renewed and self._starting.acquire(blocking=False):
+            try:
+                if not self._closed:
+                    self.context, self._used = None, False
+            finally:
+                self._starting.release()
+            self.lock.release()
+        else:
+            submit(self._renewed_by_now, toolbox, renewed)
+
+    def _renewed_by_now(self, toolbox: Toolbox, renewed: bool) -> None:
+        """`renew`'s end, on another thread: a session that was not renewed replaced."""
         try:
             with self._starting:
                 if self._closed:
                     return
                 self.context = None
-                renewal = self._renewal
-                if renewal is None or not renewal.renew():
+                if not renewed:
                     old, self.session, self._renewal = self.session, None, None
                     if old is not None:
                         old.close()

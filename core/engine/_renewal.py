@@ -16,13 +16,14 @@ import concurrent.futures as cf
 import functools
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from ._session import Session
+from ._worker import Worker
 
 __all__ = ["Renewal"]
 
 log = logging.getLogger("tooliscode")
-_RENEW_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -44,19 +45,30 @@ class Renewal:
         worker.pool_baseline = None  # this baseline (with the session's setup) replaces it
         return cls(session, worker.after_turn(lambda instance: instance.keep_baseline()))
 
-    def renew(self) -> bool:
-        """Make the session as new for another run. False when it cannot be (a cell still
-        runs, the guest died or grew, ...): close it then."""
+    def renew_soon(self) -> cf.Future | None:
+        """Make the session as new for another run, on its guest's own thread, between its
+        turns, without waiting: the future holds whether it was (False when it cannot be: a
+        cell still runs, the guest died or grew, ...: close the session then). None when it
+        cannot even be asked (the session is closed, its guest gone, its baseline not taken).
+
+        No other thread takes part. With runs one after another, one that did would wait for
+        the interpreter lock, which the next run's busy thread lets go of only now and then:
+        a thread that asked for the renewal and waited for it took the lock three times, each
+        in the middle of the next run's own Python."""
         session = self.session
-        if session.closed or not self.baseline.done() or self.baseline.exception() is not None \
-                or not self.baseline.result() or not session._turn.acquire(blocking=False):
+        worker = session._state.worker
+        if session.closed or worker is None or not worker.alive or not self.baseline.done() \
+                or self.baseline.exception() is not None or not self.baseline.result():
+            return None
+        return worker.after_turn(functools.partial(self._renew, worker), forgets=True)
+
+    def _renew(self, worker: Worker, instance: Any) -> bool:
+        """On the guest's thread, between turns."""
+        session = self.session
+        if session.closed or not session._turn.acquire(blocking=False):
             return False
         try:
-            worker = session._state.worker
-            if worker is None or not worker.alive:
-                return False
-            renew = functools.partial(worker.renewed, limits=session.limits)
-            if not worker.between_turns(renew, _RENEW_TIMEOUT_S, forgets=True):
+            if not worker.renewed(instance, limits=session.limits):
                 return False
             session._forget_cells()
             return True
