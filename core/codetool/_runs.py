@@ -35,7 +35,10 @@ class Runs:
         """A sandbox for one run: the spare if there is one."""
         with self._lock:
             spare, self.spare = self.spare, None
-        return spare if spare is not None else self.new()
+        if spare is None:
+            return self.new()
+        spare.hurry()  # its renewal, if one waits to begin
+        return spare
 
     def finish(self, sandbox: Sandbox, toolbox: Toolbox | None = None) -> None:
         """A run ended: close its sandbox and (given its tools) start the next run's spare,

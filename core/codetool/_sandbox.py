@@ -168,6 +168,12 @@ class Sandbox:
         else:
             asked.add_done_callback(functools.partial(self._renewal_done, toolbox))
 
+    def hurry(self) -> None:
+        """A run takes this sandbox: a renewal still waiting to begin begins now."""
+        renewal = self._renewal
+        if renewal is not None and self.lock.locked():
+            renewal.hurry()
+
     def _renewal_done(self, toolbox: Toolbox, asked: cf.Future) -> None:
         """On the guest's thread, as a rule: the renewal asked for is done. Nothing here
         waits for a lock another thread could hold while it waits for this guest."""

@@ -54,13 +54,22 @@ class Renewal:
         No other thread takes part. With runs one after another, one that did would wait for
         the interpreter lock, which the next run's busy thread lets go of only now and then:
         a thread that asked for the renewal and waited for it took the lock three times, each
-        in the middle of the next run's own Python."""
+        in the middle of the next run's own Python. The renewal waits a moment for the last
+        run's caller to be done (`hurry` ends that wait: the next run has come)."""
         session = self.session
         worker = session._state.worker
         if session.closed or worker is None or not worker.alive or not self.baseline.done() \
                 or self.baseline.exception() is not None or not self.baseline.result():
             return None
-        return worker.after_turn(functools.partial(self._renew, worker), forgets=True)
+        return worker.after_turn(functools.partial(self._renew, worker), forgets=True,
+                                 quiet=True)
+
+    def hurry(self) -> None:
+        """The next run wants the session now: a renewal asked for waits no longer for the
+        last run's caller to be done (`_worker.QUIET_S`)."""
+        worker = self.session._state.worker
+        if worker is not None:
+            worker.hurry()
 
     def _renew(self, worker: Worker, instance: Any) -> bool:
         """On the guest's thread, between turns."""

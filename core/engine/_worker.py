@@ -40,6 +40,11 @@ IDLE_AFTER_S = 0.1
 """How long a guest waits for a command before its idle work is done (see `_wait`)."""
 _BETWEEN = "between-turns"
 """A command the host runs itself, on the guest's thread, outside any turn (`between_turns`)."""
+_HURRY = "hurry"
+"""A command that only ends a quiet wait (`hurry`)."""
+QUIET_S = 0.05
+"""How long an action asked for with `after_turn(quiet=True)` waits, unless hurried, for the
+thread that asked for it to be done with its own work (see `_wait_for_quiet`)."""
 STACK_OVERRUN = ("The code recursed so deeply that the interpreter's C stack ran past its end, "
                  "so its memory may be damaged: it is replaced before the next cell.")
 
@@ -211,11 +216,18 @@ class Worker:
         action drops the session's state (a renewal), so no rollback point is made for it."""
         return self.after_turn(action, forgets=forgets).result(timeout)
 
-    def after_turn(self, action: Callable[[Any], Any], *, forgets: bool = False) -> cf.Future:
-        """`between_turns`, without waiting: the future holds what `action` returns."""
+    def after_turn(self, action: Callable[[Any], Any], *, forgets: bool = False,
+                   quiet: bool = False) -> cf.Future:
+        """`between_turns`, without waiting: the future holds what `action` returns. `quiet`:
+        the action waits for `QUIET_S` first, unless a command comes or `hurry` is called."""
         if not self._turns:
             raise RuntimeError("only a turn-based guest has a moment between turns")
-        return self.submit(Command({"op": _BETWEEN, "action": action, "forgets": forgets}))
+        return self.submit(Command({"op": _BETWEEN, "action": action, "forgets": forgets,
+                                    "quiet": quiet}))
+
+    def hurry(self) -> None:
+        """From any thread: a quiet action waiting (`after_turn(quiet=True)`) runs now."""
+        self.submit(Command({"op": _HURRY}))
 
     def _run_between(self, command: Command) -> None:
         try:
@@ -350,13 +362,16 @@ class Worker:
             command, self._held = self._held, None  # one the last turn left for after it
             if command is None:
                 command = self._wait()
-            if command.message.get("op") == "exit":
+            op = command.message.get("op")
+            if op == "exit":
                 return
-            if command.message.get("op") == _BETWEEN:
+            if op == _BETWEEN:
+                if command.message.get("quiet") and self._held is None:
+                    self._wait_for_quiet()
                 self._run_between(command)
                 continue
-            if command.dropped:  # cancelled while it waited: no turn for it (`_take` decides)
-                continue
+            if op == _HURRY or command.dropped:  # dropped: cancelled while it waited (no
+                continue                         # turn for it: `_take` decides)
             self._held = command
             try:
                 self._turn()
@@ -364,6 +379,19 @@ class Worker:
                 self._deliver()
                 if self.points.due and self._point_wanted():
                     self.points.commit()
+
+    def _wait_for_quiet(self) -> None:
+        """Before a quiet action: wait until the thread that asked for it is likely done
+        with its own Python (`QUIET_S`), or a command comes, or `hurry`. An action that
+        needs the interpreter lock (a renewal, most of a millisecond) would otherwise take
+        it from that thread at its first system call: a framework's run that renews its
+        sandbox as it ends would end that much later."""
+        try:
+            command = self._commands.get(timeout=QUIET_S)
+        except queue.Empty:
+            return
+        if command.message.get("op") != _HURRY:
+            self._held = command  # served after the action, as it came after it
 
     def _turn(self) -> None:
         """One turn of the command loop. Where the instance can, the guest's first request
@@ -449,10 +477,13 @@ class Worker:
                         command = self._soon()
                         if command is None:
                             return None
-                if command.message.get("op") == "exit":
+                op = command.message.get("op")
+                if op == _HURRY:  # nothing waits quietly in a turn
+                    continue
+                if op == "exit":
                     self._exiting = True
                     return None
-                if command.message.get("op") == _BETWEEN:  # runs once this turn has ended
+                if op == _BETWEEN:  # runs once this turn has ended
                     self._held = command
                     return None
             assert command is not None

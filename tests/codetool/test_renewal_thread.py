@@ -1,7 +1,8 @@
 """Where a run's sandbox is renewed for the next run (`Sandbox.renew`): on its guest's own
-thread, between turns, with no other thread taking part; a run that takes it at once finds
-it renewed all the same; and a renewal that fails, or never runs, still hands the next run a
-sandbox as new, never the last run's guest."""
+thread, between turns, with no other thread taking part, once the last run's caller is
+likely done (`Worker.after_turn(quiet=True)`) or the next run takes the sandbox; a run that
+takes it at once finds it renewed all the same; and a renewal that fails, or never runs,
+still hands the next run a sandbox as new, never the last run's guest."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tooliscode.codetool import CodeTool, Toolbox
 from tooliscode.codetool import _runs as runs_module
 from tooliscode.codetool import _sandbox as sandbox_module
 from tooliscode.engine import Renewal
+from tooliscode.engine import _worker as worker_module
 from tooliscode.engine._command import NotStarted
 from tooliscode.engine._worker import Worker
 
@@ -52,6 +54,8 @@ def test_the_renewal_runs_on_the_guests_thread_and_the_next_run_finds_it_done(co
         return renewed(self, *args, **kwargs)
 
     monkeypatch.setattr(Worker, "renewed", spy)
+    # Waiting this long for quiet, a run could not go on unless taking the sandbox hurries it.
+    monkeypatch.setattr(worker_module, "QUIET_S", 60.0)
     handed: list[object] = []  # work given to the background threads
     for module in (runs_module, sandbox_module):
         monkeypatch.setattr(module, "submit", lambda fn, *args: handed.append(fn) or fn(*args))
@@ -60,7 +64,7 @@ def test_the_renewal_runs_on_the_guests_thread_and_the_next_run_finds_it_done(co
         worker = run.live()._state.worker
         assert code.run_code("x = 41", sandbox=run).ok
         code.finish(run, TOOLS)
-        run = code.take()  # at once: its first cell waits for the renewal
+        run = code.take()  # at once: it hurries the renewal, which its first cell waits for
         assert run.live()._state.worker is worker  # the same guest, renewed
         reply = code.run_code("print('x' in globals(), ping())", sandbox=run)
         assert reply.ok and reply.result.stdout == "False pong\n", reply.text
@@ -98,3 +102,24 @@ def test_a_renewal_that_fails_or_never_runs_gives_the_next_run_a_new_guest(code,
     assert nxt.live() is not old and old.closed
     assert not nxt.lock.locked()
     code.finish(nxt, TOOLS)
+
+
+def test_a_quiet_action_waits_until_hurried_or_a_command_comes(monkeypatch):
+    """`after_turn(quiet=True)` waits for `QUIET_S` before it runs, unless `hurry` is called
+    or a command comes, which then runs after it."""
+    monkeypatch.setattr(worker_module, "QUIET_S", 60.0)
+    from tooliscode import Session
+
+    with Session([], limits=Limits(rollback_bytes=0)) as s:
+        assert s.run("x = 1").ok
+        worker = s._state.worker
+        order: list[str] = []
+        first = worker.after_turn(lambda _instance: order.append("action"), quiet=True)
+        with pytest.raises(cf.TimeoutError):
+            first.result(0.3)  # still waiting for quiet
+        worker.hurry()
+        first.result(30)
+        second = worker.after_turn(lambda _instance: order.append("second"), quiet=True)
+        assert s.run("x = 2").ok  # a command ends the wait too, and runs after the action
+        assert second.done() and order == ["action", "second"]
+        assert s.run("x").value == "2"
