@@ -386,12 +386,19 @@ class Worker:
         needs the interpreter lock (a renewal, most of a millisecond) would otherwise take
         it from that thread at its first system call: a framework's run that renews its
         sandbox as it ends would end that much later."""
+        self._hold_next(QUIET_S)  # served after the action, as it came after it
+
+    def _hold_next(self, timeout: float) -> Command | None:
+        """The next command if one comes within `timeout`, held for the loop to serve next
+        (`_held`); a `hurry` only ends the wait."""
         try:
-            command = self._commands.get(timeout=QUIET_S)
+            command = self._commands.get(timeout=timeout)
         except queue.Empty:
-            return
-        if command.message.get("op") != _HURRY:
-            self._held = command  # served after the action, as it came after it
+            return None
+        if command.message.get("op") == _HURRY:
+            return None
+        self._held = command
+        return command
 
     def _turn(self) -> None:
         """One turn of the command loop. Where the instance can, the guest's first request
@@ -450,9 +457,8 @@ class Worker:
             return True
         command = self._held
         if command is None and self.points.point is None:
-            try:
-                command = self._held = self._commands.get(timeout=POINT_WAIT_S)
-            except queue.Empty:
+            command = self._hold_next(POINT_WAIT_S)
+            if command is None:
                 return True
         message = command.message if command is not None else {}
         if message.get("op") == "exit" or (message.get("op") == _BETWEEN
