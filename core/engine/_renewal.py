@@ -66,7 +66,7 @@ class Renewal:
 
     def hurry(self) -> None:
         """The next run wants the session now: a renewal asked for waits no longer for the
-        last run's caller to be done (`_worker.QUIET_S`)."""
+        last run's caller to be done (`_guest_loop.QUIET_S`)."""
         worker = self.session._state.worker
         if worker is not None:
             worker.hurry()

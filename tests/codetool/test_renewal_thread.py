@@ -15,7 +15,7 @@ from tooliscode.codetool import CodeTool, Toolbox
 from tooliscode.codetool import _runs as runs_module
 from tooliscode.codetool import _sandbox as sandbox_module
 from tooliscode.engine import Renewal
-from tooliscode.engine import _worker as worker_module
+from tooliscode.engine import _guest_loop as loop_module
 from tooliscode.engine._command import NotStarted
 from tooliscode.engine._worker import Worker
 
@@ -55,7 +55,7 @@ def test_the_renewal_runs_on_the_guests_thread_and_the_next_run_finds_it_done(co
 
     monkeypatch.setattr(Worker, "renewed", spy)
     # Waiting this long for quiet, a run could not go on unless taking the sandbox hurries it.
-    monkeypatch.setattr(worker_module, "QUIET_S", 60.0)
+    monkeypatch.setattr(loop_module, "QUIET_S", 60.0)
     handed: list[object] = []  # work given to the background threads
     for module in (runs_module, sandbox_module):
         monkeypatch.setattr(module, "submit", lambda fn, *args: handed.append(fn) or fn(*args))
@@ -107,7 +107,7 @@ def test_a_renewal_that_fails_or_never_runs_gives_the_next_run_a_new_guest(code,
 def test_a_quiet_action_waits_until_hurried_or_a_command_comes(monkeypatch):
     """`after_turn(quiet=True)` waits for `QUIET_S` before it runs, unless `hurry` is called
     or a command comes, which then runs after it."""
-    monkeypatch.setattr(worker_module, "QUIET_S", 60.0)
+    monkeypatch.setattr(loop_module, "QUIET_S", 60.0)
     from tooliscode import Session
 
     with Session([], limits=Limits(rollback_bytes=0)) as s:

@@ -350,9 +350,9 @@ def test_keeping_nothing_is_a_limit_the_result_names():
 def test_a_session_closed_after_its_first_cell_makes_no_point(monkeypatch):
     """The first point waits for the next command (`POINT_WAIT_S`, long here so the test does
     not race the clock): an exit means none is made; any other command has it made first."""
-    from tooliscode.engine import _worker
+    from tooliscode.engine import _guest_loop
 
-    monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
+    monkeypatch.setattr(_guest_loop, "POINT_WAIT_S", 30.0)
     s = Session([], limits=Limits(timeout_s=1))
     assert s.run("x = 1").ok
     worker = s._state.worker
@@ -515,9 +515,9 @@ def test_a_cell_cancelled_while_the_last_point_is_kept_never_runs():
 def test_no_point_is_made_for_a_cell_whose_state_is_dropped_next(monkeypatch):
     """A renewal (a run's sandbox made as new for the next run) forgets the state: the point
     the cell before it would keep is not made. Any other command has it made first."""
-    from tooliscode.engine import _worker
+    from tooliscode.engine import _guest_loop
 
-    monkeypatch.setattr(_worker, "POINT_WAIT_S", 30.0)
+    monkeypatch.setattr(_guest_loop, "POINT_WAIT_S", 30.0)
     with Session([]) as s:
         assert s.run("x = 1").ok
         worker = s._state.worker

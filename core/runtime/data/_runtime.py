@@ -3,7 +3,7 @@ scikit-learn, statsmodels and matplotlib compiled in.
 
 Its module is a pre-initialized reactor: it exports `turn(ptr, len)`, which runs Python source
 in a persistent `__main__` and returns. So every command runs as one turn (see
-`engine/_worker.py`), a new instance gives its first result in a few milliseconds, and between
+`engine/_guest_loop.py`), a new instance gives its first result in a few milliseconds, and between
 turns the guest's memory is its whole state: new guests start from a memory image of one that
 booted our guest code and imported numpy and pandas (see `_start_image.py`).
 
