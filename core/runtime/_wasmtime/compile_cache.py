@@ -22,7 +22,6 @@ from typing import Any
 
 import wasmtime
 
-from .pooling import misfit
 from .wasm_file import WasmFile
 
 try:
@@ -89,8 +88,6 @@ def _load_cached(engine: wasmtime.Engine, cached: Path | None, kind: Any) -> Any
     try:
         return kind.deserialize_file(engine, str(cached))
     except wasmtime.WasmtimeError as exc:
-        if misfit(exc):  # the compile is sound: the engine's slots are too small for it
-            raise
         log.warning("tooliscode: dropping unusable cached module %s: %s", cached, exc)
         cached.unlink(missing_ok=True)
         return None

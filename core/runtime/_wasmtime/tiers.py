@@ -11,10 +11,6 @@ ticker ticks both. Both are cached, keyed by the compiler.
 
 `eager()` (what `tooliscode warmup` asks for) skips Winch and compiles Cranelift's at once,
 on every core: for container builds and CI, where the wait is paid ahead of time.
-
-A runtime may ask for slots (`pooling.py`): the engines guests run on then keep a few ready,
-and a guest that finds them all taken runs on the same compile in an engine without them
-(`spill`).
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ import wasmtime
 
 from .compile_cache import entry_path, load_module
 from .epoch_ticker import EpochTicker
-from .pooling import misfit, slots, use_pool
 from .wasm_file import WasmFile
 
 __all__ = ["Tier", "Tiers", "WINCH", "CRANELIFT", "eager", "ENV_COMPILER"]
@@ -65,8 +60,6 @@ class Tier:
     passthrough: Any = None
     callbacks: list[Any] = field(default_factory=list)
     """The C callbacks its linker calls (kept alive with it)."""
-    spilled: Tier | None = None
-    """The same compile in an engine without slots, once a guest found them all taken."""
 
     def close(self) -> None:
         for handle in (self.linker, self.passthrough, self.code, self.engine):
@@ -81,15 +74,11 @@ class Tiers:
     def __init__(self, wasm: WasmFile, flags: str, *, configure: Callable[[wasmtime.Config], None],
                  link: Callable[[Tier], None], ticker_period: float, prefix: str, kind: Any,
                  what: str, expected: dict[str, str],
-                 transform: Callable[[bytes], bytes | None] | None = None,
-                 pooled: bool = False):
+                 transform: Callable[[bytes], bytes | None] | None = None):
         self._wasm, self._flags, self._configure, self._link = wasm, flags, configure, link
-        self._slots = slots() if pooled else 0
-        """The slots each engine guests run on keeps (`pooling.py`); 0: none."""
         self._load_args = {"prefix": prefix, "kind": kind, "what": what, "transform": transform}
         self._expected = expected
         self._lock = threading.Lock()
-        self._spill_lock = threading.Lock()
         self._ready = threading.Event()
         self.all: list[Tier] = []
         chosen = os.environ.get(ENV_COMPILER)
@@ -103,7 +92,7 @@ class Tiers:
         cached = entry_path(wasm, self._key(CRANELIFT), prefix)
         if _eager or chosen == CRANELIFT or cached is None or cached.is_file():
             self.current = self._load(CRANELIFT, cranelift)
-            self.ticker = EpochTicker(self.current.engine, ticker_period)
+            self.ticker = EpochTicker(cranelift, ticker_period)
             self._ready.set()
             return
         self.current = self._load(WINCH, self._engine(WINCH))
@@ -116,52 +105,21 @@ class Tiers:
     def _key(self, compiler: str) -> str:
         return self._flags if compiler == CRANELIFT else f"{self._flags},winch"
 
-    def _engine(self, compiler: str, parallel: bool = True, pooled: bool = True
-                ) -> wasmtime.Engine:
+    def _engine(self, compiler: str, parallel: bool = True) -> wasmtime.Engine:
         config = wasmtime.Config()
         self._configure(config)
         wasmtime._ffi.wasmtime_config_strategy_set(config.ptr(), _STRATEGY[compiler])
         config.parallel_compilation = parallel
-        if pooled and self._slots and compiler == CRANELIFT:  # Winch's serve a first use
-            use_pool(config, self._slots)
-            try:
-                return wasmtime.Engine(config)
-            except wasmtime.WasmtimeError as exc:  # its address space could not be had
-                log.warning("tooliscode: guests start without slots kept ready: %s", exc)
-                self._slots = 0
-                return self._engine(compiler, parallel)
         return wasmtime.Engine(config)
 
-    def spill(self, tier: Tier) -> Tier:
-        """`tier`'s compile in an engine without slots, for a guest that found them all
-        taken (made once, and ticked like the others)."""
-        with self._spill_lock:
-            if tier.spilled is None:
-                tier.spilled = self._load(tier.compiler,
-                                          self._engine(tier.compiler, pooled=False))
-                self.ticker.add(tier.spilled.engine)
-            return tier.spilled
-
     def _load(self, compiler: str, engine: wasmtime.Engine) -> Tier:
-        try:
-            code = self._code(compiler, engine)
-        except wasmtime.WasmtimeError as exc:
-            if not misfit(exc):
-                raise
-            log.warning("tooliscode: guests start without slots kept ready: %s", exc)
-            self._slots = 0
-            engine.close()
-            engine = self._engine(compiler)
-            code = self._code(compiler, engine)
+        code = load_module(engine, self._wasm, self._key(compiler), **self._load_args,
+                           expected=f"{self._expected[compiler]} with {compiler.title()}")
         tier = Tier(compiler, engine, code)
         self._link(tier)
         with self._lock:
             self.all.append(tier)
         return tier
-
-    def _code(self, compiler: str, engine: wasmtime.Engine) -> Any:
-        return load_module(engine, self._wasm, self._key(compiler), **self._load_args,
-                           expected=f"{self._expected[compiler]} with {compiler.title()}")
 
     def _background(self, engine: wasmtime.Engine) -> None:
         """Compile Cranelift's on this thread alone, at the lowest priority, then take it."""
@@ -170,14 +128,14 @@ class Tiers:
         except (AttributeError, OSError):  # not Linux: the compile still runs, just not nice
             pass
         try:
-            compiler = self._engine(CRANELIFT, parallel=False, pooled=False)
+            compiler = self._engine(CRANELIFT, parallel=False)
             try:
                 load_module(compiler, self._wasm, self._key(CRANELIFT), log.info,
                             **self._load_args, expected=self._expected[CRANELIFT])
             finally:
                 compiler.close()
             tier = self._load(CRANELIFT, engine)
-            self.ticker.add(tier.engine)
+            self.ticker.add(engine)
             self.current = tier
             log.warning("tooliscode: Cranelift's compile is ready: new guests run on it")
         except Exception:  # noqa: BLE001 - guests go on on Winch's

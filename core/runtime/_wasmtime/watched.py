@@ -61,8 +61,7 @@ class WatchedGuest(Instance):
 
     @property
     def outdated(self) -> bool:
-        current = self._rt.tiers.current  # a guest that found no slot runs its compile too
-        return self.tier is not current and self.tier is not current.spilled
+        return self.tier is not self._rt.tiers.current
 
     def _new_store(self, memory_bytes: int) -> wasmtime.Store:
         """A store for this guest: its memory limit, its deadline check."""

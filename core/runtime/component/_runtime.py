@@ -28,7 +28,6 @@ from ..._folders import empty_folder
 from ..._temp_folders import new_folder
 from .._wasmtime import userfault
 from .._wasmtime.host_functions import tls
-from .._wasmtime.pooling import exhausted
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
@@ -97,9 +96,10 @@ class ComponentInstance(WatchedGuest):
         """Source the next turn plays first (`RESEED` after a write-back)."""
         self._start()
 
-    def _wasi(self) -> wasmtime.WasiConfig:
-        """What the guest may see: its folder, the standard library, the time zones."""
-        spec = self._spec
+    def _start(self) -> None:
+        """An instance of the component in this guest's store, ready for its first turn."""
+        spec, tier = self._spec, self.tier
+        self.guard = Guard(self)
         wasi = wasmtime.WasiConfig()
         wasi.argv = ["python"]
         wasi.env = list(spec.extra_env.items())  # nothing of the host's
@@ -107,23 +107,8 @@ class ComponentInstance(WatchedGuest):
         wasi.preopen_dir(str(self._rt.built.stdlib), STDLIB, fs_mutable=self._stdlib_writable)
         if ZONEINFO.is_dir():
             wasi.preopen_dir(str(ZONEINFO), str(ZONEINFO), fs_mutable=False)
-        return wasi
-
-    def _start(self) -> None:
-        """An instance of the component in this guest's store, ready for its first turn."""
-        self.guard = Guard(self)
-        self._store.set_wasi(self._wasi())
-        tier = self.tier
-        try:
-            self._instance = tier.linker.instantiate(self._store, tier.code)
-        except wasmtime.WasmtimeError as exc:
-            if not exhausted(exc):
-                raise
-            self.tier = tier = self._rt.tiers.spill(tier)  # every slot is taken
-            self._store.close()
-            self._store = self._new_store(self.memory_bytes)
-            self._store.set_wasi(self._wasi())
-            self._instance = tier.linker.instantiate(self._store, tier.code)
+        self._store.set_wasi(wasi)
+        self._instance = tier.linker.instantiate(self._store, tier.code)
         func = self._instance.get_func(self._store, "turn")
         if func is None:
             raise RuntimeError("the sandbox component exports no turn function")
@@ -314,7 +299,7 @@ class ComponentRuntime(WatchedRuntime):
                                ticker_period=self._tick_s, prefix="component",
                                kind=component.Component, what="the sandbox component",
                                expected={"cranelift": "about 5 s of CPU",
-                                         "winch": "about 1 s"}, pooled=True)
+                                         "winch": "about 1 s"})
             self._loaded = built.wasm.sha256
             # Only once loaded: a guest asked for meanwhile on another thread, finding this
             # answer seen, does not wait here (`_make`) and must find the component ready.
