@@ -61,7 +61,8 @@ _BATCH = 8192
 """Addresses sent at a time (`immortalize`)."""
 
 
-def immortalize(send: Any, keep_mortal: tuple[Any, ...] = ()) -> int:
+def immortalize(send: Any, keep_mortal: tuple[Any, ...] = (), alive: list[Any] | None = None
+                ) -> int:
     """Before a start image is taken: name every object the interpreter can reach, to be made
     immortal. `send` gets batches of 32-bit words: the address of `None` (an immortal object,
     whose reference count is the one to copy), then the addresses. Python code cannot change
@@ -75,7 +76,8 @@ def immortalize(send: Any, keep_mortal: tuple[Any, ...] = ()) -> int:
     objects' counts are never written. The objects are walked from the collector's list
     through what each refers to, each once (a bitmap of addresses), skipping those that are
     immortal already. `keep_mortal`: objects meant to be freed (a reserve of memory let go
-    when a cell runs out)."""
+    when a cell runs out). `alive`: where to hold every object named, when they must outlive
+    this call (`name_immortals`)."""
     is_immortal = sys._is_immortal  # type: ignore[attr-defined]
     gc.collect()  # garbage made immortal would never go
     frozen = gc.get_freeze_count()
@@ -98,20 +100,25 @@ def immortalize(send: Any, keep_mortal: tuple[Any, ...] = ()) -> int:
                 continue
             batch.append(obj)
             if len(batch) >= _BATCH:
-                sent += _sent(send, header, batch, stack)
+                sent += _sent(send, header, batch, stack, alive)
         if batch:
-            sent += _sent(send, header, batch, stack)
+            sent += _sent(send, header, batch, stack, alive)
     return sent
+
+
+_named: list[Any] = []
+"""What `name_immortals` named, held for good (immortal, those objects are never freed)."""
 
 
 def name_immortals(path: str, keep_mortal: tuple[Any, ...] = ()) -> int:
     """`immortalize` for an image the build writes: the addresses go into the file at
     `path`, and the build writes the counts (the default runtime's component). Call it right
-    before `take_free_chunks`, which takes up the holes its own objects leave; an object named
-    here and freed before the image is taken must not be made immortal (the build leaves
-    alone any address whose count is not a live object's)."""
+    before `take_free_chunks`, which takes up the holes its own objects leave. Every object
+    named is held (`_named`) until the image is taken: one freed in between would leave its
+    address to another object or to a buffer (a set's table), whose word there the build
+    would overwrite with the immortal count."""
     names: list[bytes] = []
-    count = immortalize(names.append, (*keep_mortal, names))
+    count = immortalize(names.append, (*keep_mortal, names, _named), _named)
     with open(path, "wb") as out:
         out.writelines(names)
     return count
@@ -128,11 +135,14 @@ def _mark(seen: bytearray, address: int) -> bool:
     return False
 
 
-def _sent(send: Any, header: list[int], batch: list[Any], stack: list[list[Any]]) -> int:
+def _sent(send: Any, header: list[int], batch: list[Any], stack: list[list[Any]],
+          alive: list[Any] | None) -> int:
     """Send `batch` to be made immortal, its referents put on `stack`; empties it."""
     from array import array
 
     send(array("I", header + list(map(id, batch))).tobytes())
+    if alive is not None:
+        alive.extend(batch)
     stack.append(gc.get_referents(*batch))
     count = len(batch)
     batch.clear()

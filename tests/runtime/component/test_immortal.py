@@ -6,6 +6,8 @@ from __future__ import annotations
 from array import array
 
 import pytest
+from tooliscode import Session
+from tooliscode.runtime import runtime_named
 from tooliscode.runtime.component._binary import COMPONENT_MAGIC, uleb
 from tooliscode.runtime.component._immortal import make_immortal
 
@@ -57,3 +59,13 @@ def test_a_count_copied_from_no_immortal_object_is_refused():
     component = _component(_words(3, 0, 5, 0))
     with pytest.raises(ValueError, match="is not immortal"):
         make_immortal(component, _words(_BASE, _BASE + 8))
+
+
+def test_every_object_the_build_named_is_held_and_immortal_in_a_new_guest():
+    """An object named and freed before the image was taken would leave its address to
+    another object or a buffer, whose word there the build overwrote: held, none is freed."""
+    with Session([], runtime=runtime_named("default")) as s:
+        reply = s.run("import gc, sys, tooliscode_guest.heap as h\n"
+                      "print(len(h._named) > 10_000, all(map(sys._is_immortal, h._named)), "
+                      "gc.collect() >= 0)")
+    assert reply.ok and reply.stdout == "True True True\n", (reply.error, reply.stdout)
