@@ -91,17 +91,38 @@ def _room(nbytes):
     bytearray(nbytes)
 
 
+_IN_MEMORY = 1 << 18
+_DATA_AT = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
+
+
 def exchange(request):
-    """One round trip to the host: `request` bytes in, the answer's bytes out. A big answer
-    comes in two steps: its size first (after a NUL, which no marshal data starts with),
-    then, once there is room for it, the answer itself."""
-    if len(request) > _BIG:
-        _room(2 * len(request))  # the text made of it, and the runtime's copy of that
-    answer = wit_world.host_call(request.decode("latin-1"))
+    """One round trip to the host: `request` bytes in, the answer's bytes out. A big request
+    is read by the host where it lies (`_in_place`). A big answer comes in two steps: its
+    size first (after a NUL, which no marshal data starts with), then, once there is room
+    for it, the answer itself."""
+    big = len(request) > _IN_MEMORY and type(request) is bytes  # its data at a known place
+    answer = _in_place(request) if big else None
+    if answer is None:
+        if len(request) > _BIG:
+            _room(2 * len(request))  # the text made of it, and the runtime's copy of that
+        answer = wit_world.host_call(request.decode("latin-1"))
     if answer[:1] == "\\0":
         _room(3 * int(answer[1:]))  # the UTF-8 text, the str made of it, its bytes
         answer = wit_world.host_call(_MORE)
     return answer.encode("latin-1")
+
+
+def _in_place(request):
+    """The answer to `request`, which the host reads in this memory (see the host's
+    `_in_memory.py`), or None when it asks for the text instead. The host may first ask
+    where a word of its own lies, to know which memory is this one."""
+    at = "%d:%d" % (id(request) + _DATA_AT, len(request))
+    answer = wit_world.host_call("\\x04" + at)
+    if answer[:1] == "\\x04":
+        word = answer[1:].encode("latin-1")
+        answer = wit_world.host_call("\\x05%d:%s" % (id(word), at))
+        del word
+    return None if answer[:1] == "\\x06" else answer
 
 
 _namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange": exchange,

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from .._wasmtime.write_back import ImageFile
 
-__all__ = ["Memory", "find", "grown", "readable"]
+__all__ = ["Memory", "find", "grown", "read", "readable"]
 
 # PyDLL: the call returns at once, and one that gave the interpreter lock up would wait to
 # take it back from a caller's thread that is busy (the next run's).
@@ -93,7 +93,7 @@ def find(address_of_word: int, word: bytes) -> Memory | None:
             end, j = spans[j].end, j + 1
         at = start + address_of_word
         # Read safely: another guest's memory may be unmapped meanwhile by its closing.
-        if at + _WINDOW > end or word not in (_read(at, _WINDOW) or b""):
+        if at + _WINDOW > end or word not in (read(at, _WINDOW) or b""):
             continue
         if found is not None:
             return None  # the word is the host's and this guest's alone: trust neither
@@ -128,12 +128,12 @@ def readable(address: int) -> bool | None:
     the guest grows it.) None when it cannot be told (the call is not allowed here)."""
     if _libc is None:
         return None
-    if _read(address, 1) is not None:
+    if read(address, 1) is not None:
         return True
     return False if ctypes.get_errno() == errno.EFAULT else None
 
 
-def _read(address: int, size: int) -> bytes | None:
+def read(address: int, size: int) -> bytes | None:
     """`size` bytes at `address` of this process, or None (errno says why) where they are
     not all readable: a copy the kernel makes, which fails rather than faults."""
     if _libc is None:

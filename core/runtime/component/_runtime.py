@@ -31,7 +31,7 @@ from .._wasmtime.host_functions import tls
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
-from . import _host, _memory
+from . import _host, _in_memory, _memory
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
 from ._in_place import FIND, GROW, LOCATE, RESEED, Kept, locate
@@ -115,6 +115,8 @@ class ComponentInstance(WatchedGuest):
         self._turn = _host.Turn(self._store, func)
         self._shed = False
         """Whether `idle` has run on this instance."""
+        self.in_memory = _in_memory.InMemory()
+        """Big requests read in place, from this instance's memory."""
         self.shed_memory: _memory.Memory | None = None
         """The memory `idle` found and registered, if any."""
 
@@ -369,6 +371,7 @@ def _current() -> ComponentInstance | None:
 
 
 _MORE = b'{"op":"more"}'
+_IN_MEMORY_MARKS = (_in_memory.AT, _in_memory.THERE)
 BIG_ANSWER = 1 << 20
 """An answer longer than this is announced first, and sent when the guest asks for it (see
 the app module's `exchange`): the guest checks it has room before it is copied in."""
@@ -382,6 +385,11 @@ def _answer(request: bytes) -> bytes:
     if request == _MORE:
         return pending or marshal.dumps({"ok": False, "kind": "protocol",
                                          "error": "no answer is waiting"})
+    if request[:1] in _IN_MEMORY_MARKS:
+        read, control = inst.in_memory.request(request)
+        if read is None:
+            return control or _in_memory.TEXT
+        request = read
     reply = inst.handler(request)
     inst.answered(reply)
     if len(reply) <= BIG_ANSWER:
