@@ -216,7 +216,7 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
 
     One pickle, so objects shared between names stay shared (an instance keeps its class);
     a name that cannot pickle is found alone and left out."""
-    refs = {id(v): k for k, v in helpers.items()}
+    refs = _refs(helpers)
     values = {k: ns[k] for k in names if k in ns}
     dropped: dict[str, str] = {}
     try:
@@ -233,7 +233,7 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
                 dropped[name] = _why(value, exc)
                 del values[name]
         blob = _pickle(values, refs, ns, limit)
-    modules = sorted({name for name in _imported(ns) if name.split(".")[0] in sys.modules})
+    modules = sorted({name for name in _imported(values) if name.split(".")[0] in sys.modules})
     return pickle.dumps({"format": _FORMAT, "values": blob, "modules": modules}), dropped
 
 
@@ -267,8 +267,22 @@ def _fixed(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _imported(ns: dict[str, Any]) -> list[str]:
-    return [v.__name__ for v in ns.values() if isinstance(v, types.ModuleType)]
+def _imported(values: dict[str, Any]) -> list[str]:
+    return [v.__name__ for v in values.values() if isinstance(v, types.ModuleType)]
+
+
+_helpers_seen: tuple[dict[str, Any], dict[int, str]] | None = None
+"""The last helpers `dump` was given and the names by object id made of them: a session's
+helpers (its tools) are one dict until its next setup, never changed in place, and with
+hundreds of tools taking them again cost more than the rest of a small state's dump."""
+
+
+def _refs(helpers: dict[str, Any]) -> dict[int, str]:
+    global _helpers_seen
+    seen = _helpers_seen
+    if seen is None or seen[0] is not helpers:
+        seen = _helpers_seen = (helpers, {id(v): k for k, v in helpers.items()})
+    return seen[1]
 
 
 def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, str]:

@@ -68,6 +68,19 @@ def test_tools_are_the_new_sessions_own():
     assert back["t"] is other and back["held"] == [other]
 
 
+def test_a_new_setups_tools_are_named_not_the_last_ones():
+    """What `dump` keeps of the last helpers it was given goes with a new setup's."""
+    def first() -> None: ...
+
+    def second() -> None: ...
+
+    persist.dump({"t": first}, ["t"], {"tool": first})
+    data, _ = persist.dump({"t": second}, ["t"], {"tool": second})
+    back: dict = {}
+    assert persist.load(data, back, {"tool": first}) == {}
+    assert back["t"] is first  # named as the tool, not pickled by value
+
+
 def test_a_state_in_the_last_format_still_loads():
     """A snapshot stored before format 3 (plain values marshalled one by one, tools named by
     persistent id) is read as it was."""
