@@ -11,7 +11,9 @@ new each time (`WHERE`); the guest names the word's address (`THERE`), and the o
 this process holding that word there is this guest's (`_memory.find`, as a renewal finds
 it). Only bytes inside that memory are read, by a copy that fails rather than faults; a
 request that names anything else is answered `TEXT`, and the guest sends it as text after
-all. Nothing a guest names can make the host read outside the guest's own memory.
+all. Nothing a guest names can make the host read outside the guest's own memory. The memory
+found stays where it is for the instance's life: wasmtime reserves the whole 4 GiB a 32-bit
+memory may grow to, so growing never moves it (a renewal's write-back stands on the same).
 """
 
 from __future__ import annotations
