@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["forget", "rehearse"]
+__all__ = ["forget", "rehearse", "rehearse_served"]
 
 
 def rehearse(handle: Callable[[dict[str, Any]], dict[str, Any]], script: dict[str, Any]) -> None:
@@ -36,6 +36,33 @@ def rehearse(handle: Callable[[dict[str, Any]], dict[str, Any]], script: dict[st
                 raise RuntimeError(f"the warm-up session failed: {result}")
     finally:
         channel.exchange = exchange
+
+
+def rehearse_served(serve: Callable[[], None], script: dict[str, Any], rounds: int = 2) -> None:
+    """`rehearse` through the command loop itself (`serve`, given the commands as the host
+    would: each cell asking for its point, and a checkpoint after it), `rounds` times: the
+    loop's own code and the channel's run as they will in a guest, and are warm there."""
+    answer, done = marshal.dumps(script["answer"]), marshal.dumps({"ok": True})
+    commands: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        for command in script["commands"]:
+            if command.get("op") == "cell":
+                commands += [{**command, "point": True}, {"op": "checkpoint", "limit": 1 << 20}]
+            else:
+                commands.append(command)
+    commands.append({"op": "yield"})
+    queued = iter(commands)
+
+    def exchange(frame: bytes) -> bytes:
+        if frame.startswith((b'{"op":"ready"', b'{"op":"done"')):
+            return marshal.dumps(next(queued))
+        return done if frame[:1] == b"\0" else answer
+
+    saved, channel.exchange = channel.exchange, exchange
+    try:
+        serve()
+    finally:
+        channel.exchange = saved
 
 
 def forget() -> None:

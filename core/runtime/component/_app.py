@@ -79,6 +79,8 @@ with open("/0/{WARMUP_FILE}", encoding="utf-8") as _f:
 main.prepare()
 rehearsal.rehearse(main.Guest().handle, _script)
 main.forget_session()
+rehearsal.rehearse_served(main.serve, _script)  # the command loop's own code too
+main.forget_session()
 
 
 _BIG = 1 << 20
