@@ -11,6 +11,8 @@ Nothing here runs on the host: these are texts written into the build folder.
 
 from __future__ import annotations
 
+from . import _in_memory
+
 __all__ = ["WORLD", "WIT", "APP_MODULE", "APP_SOURCE", "PRELOAD", "STDLIB_OUT", "WARMUP_FILE",
            "NAMES_FILE"]
 
@@ -93,7 +95,9 @@ def _room(nbytes):
     bytearray(nbytes)
 
 
-_IN_MEMORY = 1 << 18
+_IN_MEMORY = {_in_memory.IN_MEMORY}
+_AT, _WHERE, _THERE, _TEXT = {tuple(m.decode() for m in (_in_memory.AT, _in_memory.WHERE,
+                                                         _in_memory.THERE, _in_memory.TEXT))!r}
 _DATA_AT = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
 
 
@@ -119,12 +123,12 @@ def _in_place(request):
     `_in_memory.py`), or None when it asks for the text instead. The host may first ask
     where a word of its own lies, to know which memory is this one."""
     at = "%d:%d" % (id(request) + _DATA_AT, len(request))
-    answer = wit_world.host_call("\\x04" + at)
-    if answer[:1] == "\\x04":
+    answer = wit_world.host_call(_AT + at)
+    if answer[:1] == _WHERE:
         word = answer[1:].encode("latin-1")
-        answer = wit_world.host_call("\\x05%d:%s" % (id(word), at))
+        answer = wit_world.host_call(_THERE + "%d:%s" % (id(word), at))
         del word
-    return None if answer[:1] == "\\x06" else answer
+    return None if answer[:1] == _TEXT else answer
 
 
 _namespace = {{"__name__": "__main__", "__builtins__": __builtins__, "exchange": exchange,

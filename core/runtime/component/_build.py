@@ -46,7 +46,7 @@ PACKAGED = Path(__file__).with_name("_prebuilt")
 """Where a wheel carries its built component."""
 _DONE = "BUILD.json"
 _TIMEOUT_S = 900.0
-_SOURCES = ("_app.py", "_binary.py", "_immortal.py", "_interpose.py")
+_SOURCES = ("_app.py", "_binary.py", "_immortal.py", "_in_memory.py", "_interpose.py")
 """This package's files whose text is part of the key."""
 
 

@@ -25,7 +25,7 @@ from . import _memory
 __all__ = ["IN_MEMORY", "AT", "WHERE", "THERE", "TEXT", "InMemory"]
 
 IN_MEMORY = 1 << 18
-"""Requests longer than this are read in place (the app module's `_IN_MEMORY`): below it
+"""Requests longer than this are read in place (the app module is given it): below it
 the text's round trip costs less than finding the memory."""
 AT = b"\x04"
 """A request `AT` + b"address:length": its bytes lie there in the guest's memory."""
