@@ -8,7 +8,9 @@ keeping turned off (`Limits.rollback_bytes=0`) in the same run.
   reported apart);
 - data: the commit after an ordinary cell (a few variables; a 100k-row DataFrame), and a
   session holding 100 MB coming back after a stop;
-- default: the pickled checkpoint after each cell, for sessions holding 10 KB, 1 MB and 50 MB.
+- default: the point after each cell, for sessions holding 10 KB, 1 MB and 50 MB: after a
+  cell that changes a few variables and names nothing else (what it changed comes with its
+  result), and after one that names the state (`len(rows)`: the whole state is pickled).
 
 Run: python benchmarks/bench_rollback.py
 """
@@ -271,10 +273,16 @@ def rows() -> list[Row]:
             warm = base
         share = added / warm * 100
         verdict = ("ok" if share <= 15 else "over") if label == "10 KB" else "info"
-        out.append(Row(f"default: pickled checkpoint per cell, session holding {label}",
-                       f"+{added:.3f} ms per cell ({share:.0f}% of a warm cell, "
+        out.append(Row(f"default: rollback point per ordinary cell (`x = 1`), session holding "
+                       f"{label}", f"+{added:.3f} ms per cell ({share:.0f}% of a warm cell, "
                        f"{warm:.3f} ms)", "<= 15% at 10 KB" if label == "10 KB" else "report",
                        verdict))
+    for label, count in (("10 KB", 200), ("1 MB", 20_000), ("50 MB", 1_000_000)):
+        n = 50 if count < 100_000 else 5
+        base, added = added_per_cell_ms("default", _rows_state(count), "n = len(rows)", n)
+        out.append(Row(f"default: rollback point per cell naming the state (`n = len(rows)`: "
+                       f"pickled whole), session holding {label}",
+                       f"+{added:.3f} ms per cell on {base:.3f} ms", "report", "info"))
     return out
 
 

@@ -292,6 +292,11 @@ class GuestLoop:
             self._after_memory_error()
         overran = self.instance.overran_stack()
         given_up = current is not None and current.future.done()  # cancelled: nothing kept
+        # Before the result is given: a point the result brought (a delta, or "the same")
+        # is kept in microseconds, and done before the caller's thread wakes it costs no
+        # wait for the interpreter lock on either side.
+        follow = self.points.after(current.message.get("op"), current.blob, result) \
+            if current is not None and not given_up and not overran else None
         if current is not None and not current.future.done():
             current.notices.extend(self.instance.take_notices())
             if overran:
@@ -305,14 +310,12 @@ class GuestLoop:
                 self._closed = True
             self.instance.stop("stack")
             return {"op": "exit"}
-        if current is not None and not given_up:
-            follow = self.points.after(current.message.get("op"), current.blob, result)
-            if follow is not None:  # its checkpoint, in this turn, once its result is given
-                self._deliver()
-                if self._point_wanted():
-                    self._current = Command(follow)
-                    self.instance.arm(self.limits.timeout_s)
-                    return self._current.message
+        if follow is not None:  # its checkpoint, in this turn, once its result is given
+            self._deliver()
+            if self._point_wanted():
+                self._current = Command(follow)
+                self.instance.arm(self.limits.timeout_s)
+                return self._current.message
         command = self._take()
         if command is None:
             return {"op": "yield"}

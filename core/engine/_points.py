@@ -1,11 +1,14 @@
 """What a session keeps after each cell to come back to when a later cell is stopped.
 
 Where the runtime can keep the interpreter itself (`Instance.commit`: the data runtime), the
-point is a `CommitPoint` and comes back exactly. Elsewhere the guest pickles its variables
-after each cell, as a durable snapshot does (`Checkpoint`), and what does not pickle is named
-when the session comes back. `Points` keeps a worker's point up to date; it runs on the
-guest's thread, between commands, and costs the cell's caller nothing: the cell's result is
-given first, and a session that closes at once makes none.
+point is a `CommitPoint` and comes back exactly. Elsewhere the guest pickles its variables,
+as a durable snapshot does (`Checkpoint`), and what does not pickle is named when the
+session comes back; after a cell that could change only the variables it names, what it
+changed comes with its result and is chained on (`Checkpoint.extend`). `Points` keeps a
+worker's point up to date, on the guest's thread, between commands. A whole checkpoint or a
+commit costs the cell's caller nothing: the cell's result is given first, and a session that
+closes at once makes none. A delta is chained on before the result is given (microseconds,
+and no wait for the interpreter lock on either side).
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime import CommitPoint, Instance
+from ._checkpoint import Checkpoint
 from ._limits import Limits
 
 __all__ = ["POINT_WAIT_S", "Checkpoint", "Points"]
@@ -31,15 +34,6 @@ session closing, no point is needed. Between the cells of a conversation there i
 answer to wait for, so the point is made in that time all the same."""
 _CHECKPOINT = "checkpoint"
 """The command that has the guest pickle its variables and hand them over (as raw bytes)."""
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """The variables after a cell, as the guest pickled them."""
-
-    data: bytes
-    dropped: dict[str, str] = field(default_factory=dict)
-    """Names that could not be pickled, with the reason."""
 
 
 class Points:
@@ -84,6 +78,9 @@ class Points:
             return None
         if told == "same" and isinstance(self.point, Checkpoint):
             return None  # the point holds this state already (see `mark`)
+        if isinstance(told, dict) and isinstance(self.point, Checkpoint) \
+                and self.point.extend(told, self._limits().rollback_bytes):
+            return None
         # A new one each time: a message is the guest's to read. The guest stops pickling
         # past the limit: a state over it costs only that much after each cell.
         return {"op": _CHECKPOINT, "limit": self._limits().rollback_bytes}
@@ -132,9 +129,10 @@ class Points:
         elif limit is not None and len(blob) > limit:
             self._set(None, _too_big(limit, len(blob)))
         else:
-            dropped = reply.get("dropped")
+            dropped, line = reply.get("dropped"), reply.get("line")
             self._set(Checkpoint(blob, {str(k): str(v) for k, v in dropped.items()}
-                                 if isinstance(dropped, dict) else {}), None)
+                                 if isinstance(dropped, dict) else {},
+                                 line if type(line) is int else None), None)
 
     def keep(self, point: Checkpoint) -> None:
         """Between commands: `point`, the state just loaded, is the point."""

@@ -72,7 +72,7 @@ class Rollback(SessionState):
         if isinstance(point, CommitPoint) and point.ready:
             return cls({}, meta, point.plan(), announce=False)
         if isinstance(point, Checkpoint):
-            return cls({"state": point.data}, {**meta, "dropped": point.dropped}, None,
+            return cls({"state": point.state}, {**meta, "dropped": point.dropped}, None,
                        announce=False)
         return None
 

@@ -25,7 +25,8 @@ GUEST_PACKAGE = "tooliscode_guest"
 GUEST_MODULES = ("convert", "channel", "aio", "hooks", "capture", "stream",
                  "invalid", "validate", "plain",
                  "callsite", "tools", "discovery", "describe", "figures", "tracebacks", "errors",
-                 "rehearsal", "cells", "salvage", "kinds", "persist", "heap", "turns", "main")
+                 "rehearsal", "reach", "cells", "salvage", "kinds", "persist", "points", "heap",
+                 "turns", "main")
 """In load order: each may import only the ones before it."""
 
 

@@ -6,7 +6,7 @@ import builtins
 import opcode
 import sys
 
-from . import figures
+from . import figures, reach
 from .capture import Capture
 from .convert import to_json_value
 from .describe import describe
@@ -163,6 +163,8 @@ class CellRunner:
         """The namespace's keys that are not the baseline's, as the last cell left them; None
         when not known (`changed`). With hundreds of tools in the namespace, taking them
         again costs more than the rest of a small cell's bookkeeping."""
+        self.reach: reach.Reach | None = None
+        """What the last cell run with `reaching` could change (`reach.of`); None: anything."""
 
     def changed(self) -> None:
         """The namespace may have changed outside a cell (a setup, a restore)."""
@@ -203,8 +205,13 @@ class CellRunner:
             self._loop = asyncio.new_event_loop()
         return self._loop
 
-    def _execute(self, code: str, filename: str) -> Any:
+    def _execute(self, code: str, filename: str, own: set[Any] | None) -> Any:
         compiled = compile(code, filename, "exec", flags=_FLAGS, dont_inherit=True)
+        if own is not None:
+            try:
+                self.reach = reach.of(compiled, code, self.ns, own, self.helpers, self._loop)
+            except Exception:  # noqa: BLE001 - not known: the whole state is kept again
+                self.reach = None
         is_async = bool(compiled.co_flags & _CO_COROUTINE)
         ends = not is_async and _ends_like_tail(compiled)  # most cells do not: tested once
         patched = _value_kept_in_bytecode(compiled) if ends else None
@@ -236,11 +243,11 @@ class CellRunner:
             result["value_cut"] = info
 
     def run(self, code: str, stream: int | None = None,
-            streaming: bool = False) -> dict[str, Any]:
+            streaming: bool = False, reaching: bool = False) -> dict[str, Any]:
         """Run one cell. The report leaves out what is empty or unchanged (the host keeps the
         last list of names), to keep the common small cell cheap. With `streaming`, what the
         cell prints is also sent to the host as it comes, `stream` characters at most (None:
-        no limit)."""
+        no limit). With `reaching`, what the cell could change is kept in `reach`."""
         self.count += 1
         figures.begin(self.count)
         filename = f"<cell-{self.count}>"
@@ -254,12 +261,16 @@ class CellRunner:
         self.own = None  # until this cell's end takes them again
         before = {k: id(ns.get(k)) for k in own}
         result: dict[str, Any] = {"ok": True}
+        # Until the code compiles, nothing of it ran; unasked, anything may have changed.
+        self.reach = reach.NOTHING if reaching else None
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:
-            value = self._execute(code, filename)
+            value = self._execute(code, filename, own if reaching else None)
             if value is not None:
                 ns["_"] = value
+                if self.reach is not None:
+                    self.reach = reach.Reach((*self.reach.names, "_"), self.reach.own)
                 self._describe_value(value, result)
         except FinalAnswer as fa:
             result["has_final"] = True

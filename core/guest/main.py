@@ -10,7 +10,7 @@ import builtins
 import os
 import sys
 
-from . import channel, stream, turns
+from . import channel, reach, stream, turns
 from .cells import CellRunner, FinalAnswer
 from .discovery import make_help, namespace_hint, search_tools
 from .errors import OUT_OF_MEMORY, describe_failure
@@ -39,6 +39,9 @@ class Guest:
         self.tools: dict[str, Any] = {}
         self.kept: Any = None
         """What the last checkpoint held, when it can be told unchanged (`persist`)."""
+        self.line: list[int] | None = None
+        """[the last whole checkpoint's mark, the deltas given since]: what the host's point
+        holds, as far as this guest knows (`_delta`); None after anything else."""
 
     def helpers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -69,9 +72,9 @@ class Guest:
             names = self._kept_names()
             if op == "checkpoint":
                 if not names:
-                    self.kept = None  # the host keeps no point for an empty namespace
+                    self.kept = self.line = None  # the host keeps no point for none
                     return {"ok": True, "empty": True}
-                self.kept, same = persist.unchanged_since(ns, names, self.kept)
+                self.kept, same = _points().unchanged_since(ns, names, self.kept)
                 if same:  # the host's point holds this state already
                     return {"ok": True, "same": True}
                 return self._checkpoint(persist, names, limit if type(limit) is int else None)
@@ -87,6 +90,7 @@ class Guest:
         """Hand the variables to the host as raw bytes, unless they pickle to more than
         `limit` bytes or than the memory left: then no point is kept (the cell that just
         ended has its result already)."""
+        self.line = None
         try:
             data, dropped = persist.dump(self.runner.ns, names, self.runner.helpers, limit)
         except persist.TooBig as exc:
@@ -98,25 +102,42 @@ class Guest:
             self.kept = None
             return {"ok": False, "error": _NO_ROOM_TO_KEEP, "error_type": "MemoryError"}
         channel.request_encoded(b"\0" + data)  # bytes as they are: no JSON for them
-        return {"ok": True, "dropped": dropped}
+        # Marked at random: a guest's counter would start again in the next one, whose host
+        # may still hold this one's point (`Points` takes a delta on this mark alone).
+        mark = int.from_bytes(os.urandom(6), "little")
+        self.line = [mark, 0]
+        return {"ok": True, "dropped": dropped, "line": mark}
 
     def _kept_names(self) -> list[str]:
         """The names a checkpoint or a snapshot keeps."""
         return sorted(k for k in self.runner.own_keys()
                       if type(k) is str and not k.startswith("__"))
 
-    def _point_after(self) -> str | None:
-        """After a cell whose host keeps checkpoints: "same" when the variables hold what
-        the last checkpoint took (`persist.unchanged_since`), "empty" when there are none.
-        Either way no checkpoint need follow, and the exchange that would ask for it is
-        saved. Only a checkpoint sets what is compared against (an empty namespace clears it:
-        the host then holds no point to compare with)."""
+    def _point_after(self) -> str | dict[str, Any] | None:
+        """After a cell whose host keeps checkpoints, what its point needs, so that no
+        checkpoint need follow and the exchange that would ask for it is saved: what the
+        cell changed since the host's point (`_delta`), where the cell could change only
+        what it names; "same" when the variables hold what the last checkpoint took
+        (`persist.unchanged_since`); "empty" when there are none. None: a checkpoint is
+        to follow. Only a checkpoint sets what is compared against (an empty namespace
+        clears it: the host then holds no point to compare with)."""
+        points, reached, line, runner = _points(), self.runner.reach, self.line, self.runner
+        self.line = None  # kept only where the host's point is this state, or follows it
+        if reached is not None and line is not None:
+            told = points.delta(runner.ns, runner.own_keys(), runner.helpers, reached, line)
+            if told is not None:
+                if "set" in told or "delta" in told:
+                    self.kept = None  # it held what the last whole checkpoint took
+                self.line = line
+                return told
         names = self._kept_names()
         if not names:
             self.kept = None  # the host keeps no point for an empty namespace
             return "empty"
-        return "same" if _persist().unchanged_since(self.runner.ns, names, self.kept)[1] \
-            else None
+        if points.unchanged_since(runner.ns, names, self.kept)[1]:
+            self.line = line
+            return "same"
+        return None
 
     def rebind(self, msg: dict[str, Any]) -> dict[str, Any]:
         """After an exact restore: the new session's tools and limits, as "setup" gives them,
@@ -135,7 +156,8 @@ class Guest:
             stream = msg.get("stream", False)
             result = self.runner.run(str(msg.get("code", "")),
                                      stream if type(stream) is int else None,
-                                     stream is not False)
+                                     stream is not False, self.line is not None
+                                     and bool(msg.get("point")))
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
             if msg.get("point"):
@@ -146,7 +168,7 @@ class Guest:
         if op not in ("checkpoint", "snapshot"):  # the others may change the namespace
             self.runner.changed()
         if op in ("setup", "restore", "rebind", "reset"):
-            self.kept = None  # a namespace the last checkpoint did not see
+            self.kept = self.line = None  # a namespace the last checkpoint did not see
         if op == "setup":
             self.setup_msg = msg
             self.runner.reset(self.helpers(), msg.get("limits") or {})
@@ -193,6 +215,19 @@ def _persist() -> Any:
 
 
 _persist_module: Any = None
+
+
+def _points() -> Any:
+    """The points module (it imports persist), as `_persist` does."""
+    global _points_module
+    if _points_module is None:
+        from . import points
+
+        _points_module = points
+    return _points_module
+
+
+_points_module: Any = None
 
 
 def _install_aio(asyncio: Any) -> None:
@@ -244,6 +279,7 @@ def attach(exchange: Any, cwd: str | None) -> None:
     if cwd:
         os.chdir(cwd)
         sys.path.insert(0, cwd)
+    reach.settle(cwd)
 
 
 def serve(first: bytes | None = None) -> None:

@@ -13,7 +13,6 @@ import importlib
 import io
 import itertools
 import marshal
-import operator
 import pickle
 import sys
 import types
@@ -210,14 +209,21 @@ def _why(value: Any, exc: BaseException) -> str:
 
 
 def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
-         limit: int | None = None) -> tuple[bytes, dict[str, str]]:
+         limit: int | None = None, removed: list[str] | None = None
+         ) -> tuple[bytes, dict[str, str]]:
     """The pickled values of `names` in `ns`, and the names left behind with the reason;
-    `TooBig` once they are past `limit` bytes.
+    `TooBig` once they are past `limit` bytes. `removed`: names a delta takes away from the
+    state it follows (see `load`).
 
     One pickle, so objects shared between names stay shared (an instance keeps its class);
     a name that cannot pickle is found alone and left out."""
-    refs = _refs(helpers)
     values = {k: ns[k] for k in names if k in ns}
+    if set(map(type, values.values())) <= _SCALAR_TYPES \
+            and sum(map(sys.getsizeof, values.values())) <= _SCALARS_AT_ONCE:
+        # Numbers and strings, as a delta after a small cell mostly holds: nothing to name,
+        # nothing to bound (a pickler of ours and its checks cost as much as the rest).
+        return _state(pickle.dumps(values, pickle.HIGHEST_PROTOCOL), [], removed), {}
+    refs = _refs(helpers)
     dropped: dict[str, str] = {}
     try:
         blob = _pickle(values, refs, ns, limit) if values else b""
@@ -234,39 +240,18 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
                 del values[name]
         blob = _pickle(values, refs, ns, limit)
     modules = sorted({name for name in _imported(values) if name.split(".")[0] in sys.modules})
-    return pickle.dumps({"format": _FORMAT, "values": blob, "modules": modules}), dropped
+    return _state(blob, modules, removed), dropped
 
 
-_FIXED = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
-_FIXED_TYPES = frozenset(_FIXED)
-_HELD_BYTES = 1 << 20
-"""The most `unchanged_since` holds on to (past it, a dropped string would stay in memory
-until the next checkpoint): a bigger state is pickled after each cell that ends."""
+def _state(blob: bytes, modules: list[str], removed: list[str] | None) -> bytes:
+    state: dict[str, Any] = {"format": _FORMAT, "values": blob, "modules": modules}
+    if removed:
+        state["removed"] = removed
+    return pickle.dumps(state)
 
 
-def unchanged_since(ns: dict[str, Any], names: list[str], last: Any) -> tuple[Any, bool]:
-    """(what to compare the next time, whether `names` hold what they held at `last`): the
-    same objects, each one that cannot change in place (numbers, strings, modules, tuples of
-    those). A checkpoint of such a namespace need not be taken again. The objects are held,
-    not their ids: a freed object's id is soon another's (`x = None; x = int(s)` gets the
-    old int's), so only a small state is held. (In C where it can be: it runs after every
-    cell.)"""
-    values = list(map(ns.__getitem__, names))
-    if not (set(map(type, values)) <= _FIXED_TYPES or all(map(_fixed, values))) \
-            or sum(map(sys.getsizeof, values)) > _HELD_BYTES:
-        return None, False
-    same = last is not None and last[0] == names and all(map(operator.is_, values, last[1]))
-    return (names, values), same
-
-
-def _fixed(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, _FIXED):
-        return depth == 0 or sys.getsizeof(value) <= _HELD_BYTES // 16  # held, in a tuple
-    if type(value) is tuple and depth < 3 and len(value) <= 100:
-        return all(_fixed(v, depth + 1) for v in value)
-    return False
-
-
+_SCALAR_TYPES = frozenset({int, float, complex, str, bytes, bool, type(None)})
+_SCALARS_AT_ONCE = 4096
 def _imported(values: dict[str, Any]) -> list[str]:
     return [v.__name__ for v in values.values() if isinstance(v, types.ModuleType)]
 
@@ -286,11 +271,34 @@ def _refs(helpers: dict[str, Any]) -> dict[int, str]:
 
 
 def load(data: bytes, ns: dict[str, Any], helpers: dict[str, Any]) -> dict[str, str]:
-    """Put the saved values into `ns`; returns what could not come back, with the reason."""
-    global _globals, _tools
+    """Put the saved values into `ns`; returns what could not come back, with the reason.
+    A chain (`parts`: a whole state, then deltas, as the host keeps rollback points) is
+    loaded part after part."""
     state = pickle.loads(data)
     if not isinstance(state, dict) or state.get("format") not in _READS:
         raise ValueError("not a session state this guest can read")
+    parts = state.get("parts")
+    if parts is None:
+        return _load(state, ns, helpers)
+    failed: dict[str, str] = {}
+    for part in parts:
+        delta = pickle.loads(part)
+        if not isinstance(delta, dict) or delta.get("format") not in _READS:
+            raise ValueError("not a session state this guest can read")
+        for name in delta.get("removed", ()):
+            ns.pop(name, None)
+            failed.pop(name, None)
+        came = _load(delta, ns, helpers)
+        for name in set(failed).difference(came):  # made again by a later part
+            if name in ns:
+                del failed[name]
+        failed.update(came)
+    return failed
+
+
+def _load(state: dict[str, Any], ns: dict[str, Any], helpers: dict[str, Any]
+          ) -> dict[str, str]:
+    global _globals, _tools
     failed: dict[str, str] = {}
     for module in state.get("modules", ()):
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import marshal
 
 import pytest
-from tooliscode.guest import channel, main
+from tooliscode.guest import channel, main, reach
 
 
 @pytest.fixture
@@ -18,6 +18,7 @@ def guest(monkeypatch):
         return marshal.dumps({"ok": True})
 
     monkeypatch.setattr(channel, "exchange", exchange)
+    reach.settle(None)  # as `main.attach` does in a guest
     g = main.Guest()
     g.handle({"op": "setup", "tools": [], "limits": {}})
     g.sent = sent
@@ -30,26 +31,55 @@ def _cell(g: main.Guest, code: str) -> dict:
     return result
 
 
+_UNKNOWN = "if getattr(0, 'real'): pass\n"
+"""Reflection: a cell that starts so could reach any variable (see guest/reach.py), so only
+the held objects tell whether its state is the last checkpoint's (`persist.unchanged_since`)."""
+
+
+def _checkpoint(g: main.Guest) -> int:
+    """Take a whole checkpoint; returns its mark."""
+    reply = g.handle({"op": "checkpoint"})
+    assert reply == {"ok": True, "dropped": {}, "line": reply["line"]}
+    return reply["line"]
+
+
 def test_a_cell_says_when_no_checkpoint_need_follow_it(guest):
     assert _cell(guest, "pass")["point"] == "empty"
     assert "point" not in _cell(guest, "x = 1")  # no checkpoint was taken yet
-    assert guest.handle({"op": "checkpoint"}) == {"ok": True, "dropped": {}}
+    _checkpoint(guest)
     assert len(guest.sent) == 1
-    assert _cell(guest, "x = 1")["point"] == "same"
-    assert "point" not in _cell(guest, "y = x")  # a new name, though the same object
-    guest.handle({"op": "checkpoint"})
-    assert "point" not in _cell(guest, "z = 2")
-    guest.handle({"op": "checkpoint"})
-    assert _cell(guest, "print(z)")["point"] == "same"
-    assert "point" not in _cell(guest, "z = 3")
-    assert "point" not in _cell(guest, "rows = [1]")
-    guest.handle({"op": "checkpoint"})
-    assert "point" not in _cell(guest, "rows.append(2)")  # a list can change in place
+    assert _cell(guest, _UNKNOWN + "x = 1")["point"] == "same"
+    assert "point" not in _cell(guest, _UNKNOWN + "y = x")  # a new name, though the same object
+    _checkpoint(guest)
+    assert "point" not in _cell(guest, _UNKNOWN + "z = 2")
+    _checkpoint(guest)
+    assert _cell(guest, _UNKNOWN + "print(z)")["point"] == "same"
+    assert "point" not in _cell(guest, _UNKNOWN + "z = 3")
+    assert "point" not in _cell(guest, _UNKNOWN + "rows = [1]")
+    _checkpoint(guest)
+    assert "point" not in _cell(guest, _UNKNOWN + "rows.append(2)")  # may change in place
     assert _cell(guest, "del x, y, z, rows")["point"] == "empty"
     assert "point" not in _cell(guest, "z = 3")
-    guest.handle({"op": "checkpoint"})
+    _checkpoint(guest)
     assert _cell(guest, "del z")["point"] == "empty"
-    assert "point" not in _cell(guest, "z = 3")  # the last point's object, but none is held
+    assert "point" not in _cell(guest, _UNKNOWN + "z = 3")  # the last point's object, not held
+
+
+def test_after_a_checkpoint_a_cell_gives_what_it_changed(guest):
+    """A cell that names only variables holding numbers and strings changed nothing else:
+    its result carries what it set, as plain values or pickled, and what it deleted."""
+    _cell(guest, "x = 1\nrows = [1]")
+    mark = _checkpoint(guest)
+    assert _cell(guest, "print(len('abc'))")["point"] == {"on": mark, "n": 0}  # names none
+    assert _cell(guest, "x = 2")["point"] == {"on": mark, "n": 1, "set": {"x": 2}}
+    assert _cell(guest, "y = x + 1")["point"] == {"on": mark, "n": 2, "set": {"x": 2, "y": 3}}
+    told = _cell(guest, "more = [x] * 3")["point"]
+    assert told["n"] == 3 and sorted(told["touched"]) == ["more", "x"] and told["delta"]
+    assert _cell(guest, "del y")["point"] == {"on": mark, "n": 4, "set": {}, "removed": ["y"]}
+    assert "point" not in _cell(guest, "rows.append(2)")  # a list: it and what shares it
+    assert "point" not in _cell(guest, "z = 1")  # no delta without the checkpoint it follows
+    assert _checkpoint(guest) != mark  # each whole checkpoint is marked anew
+    assert "point" not in _cell(guest, "big = 'x' * 100_000")  # past a small delta: whole
 
 
 def test_names_are_new_against_the_namespace_a_restore_left(guest, tmp_path):
@@ -69,9 +99,9 @@ def test_an_object_made_where_a_freed_one_was_is_not_the_same(guest):
     _cell(guest, "x = int('1000000000007')")
     guest.handle({"op": "checkpoint"})
     for _ in range(20):  # the allocator's free list hands the block back at once, mostly
-        assert "point" not in _cell(guest, "x = None\nx = int('1000000000009')")
+        assert "point" not in _cell(guest, _UNKNOWN + "x = None\nx = int('1000000000009')")
         guest.handle({"op": "checkpoint"})
-        assert "point" not in _cell(guest, "x = None\nx = int('1000000000007')")
+        assert "point" not in _cell(guest, _UNKNOWN + "x = None\nx = int('1000000000007')")
         guest.handle({"op": "checkpoint"})
 
 
@@ -79,6 +109,6 @@ def test_a_big_state_is_not_held_to_be_compared(guest):
     """Holding it would keep a string the next cell drops in memory until the checkpoint
     after that cell: a state past 1 MiB is pickled after each cell instead."""
     _cell(guest, "big = 'x' * (2 << 20)")
-    assert guest.handle({"op": "checkpoint"}) == {"ok": True, "dropped": {}}
+    _checkpoint(guest)
     assert guest.kept is None
-    assert "point" not in _cell(guest, "n = 1")
+    assert "point" not in _cell(guest, _UNKNOWN + "n = 1")

@@ -177,5 +177,8 @@ def _componentize(work: Path, app: Path, output: Path) -> None:
     done = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=_TIMEOUT_S,
                           check=False)
     if done.returncode != 0 or not output.is_file():
-        tail = (done.stdout + done.stderr).strip()[-3000:]
-        raise RuntimeError(f"building the sandbox component failed:\n{tail}")
+        text = (done.stdout + done.stderr).strip()
+        # The cause (a Python traceback from the pre-initialization) comes first; a long
+        # native backtrace after it says little.
+        shown = text if len(text) <= 4000 else f"{text[:3000]}\n...\n{text[-1000:]}"
+        raise RuntimeError(f"building the sandbox component failed:\n{shown}")
