@@ -413,10 +413,13 @@ async def arows(runs: int = 20, pause: float = 1.0, calls: int = 200, rounds: in
         # a side whose code failed would finish fast: time only runs that printed 1
         assert mine["print1_output"] == "1", mine["print1_output"]
         assert "'output': '1\\n'" in monty["print1_output"], monty["print1_output"]
-        # Back to back, the sides taking turns by blocks of runs (see driver.back_to_back).
+        # Back to back, the sides taking turns by blocks of runs (see driver.back_to_back),
+        # three times as many runs: the figures are differences of medians a few ms apart,
+        # and 20 runs gave a ratio anywhere from 6.9x to 10.6x here from one try to the next
+        # (60 runs: 8.0x to 8.6x). They take seconds, not the pauses' minutes.
         blocks = max(1, min(BACK_TO_BACK_BLOCKS, runs // 5))
         busy_runs = run_peer(python, {"sides": ["monty", "ours", "ours_data", "plain"],
-                                      "runs": -(-runs // blocks), "blocks": blocks})
+                                      "runs": -(-runs * 3 // blocks), "blocks": blocks})
         for side in ("ours", "ours_data"):
             assert busy_runs[side]["print1_output"] == "1", busy_runs[side]["print1_output"]
         busy = {side: found["print1_s"] for side, found in busy_runs.items()}

@@ -274,7 +274,7 @@ def rows() -> list[Row]:
         share = added / warm * 100
         verdict = ("ok" if share <= 15 else "over") if label == "10 KB" else "info"
         out.append(Row(f"default: rollback point per ordinary cell (`x = 1`), session holding "
-                       f"{label}", f"+{added:.3f} ms per cell ({share:.0f}% of a warm cell, "
+                       f"{label}", f"{added:+.3f} ms per cell ({share:.0f}% of a warm cell, "
                        f"{warm:.3f} ms)", "<= 15% at 10 KB" if label == "10 KB" else "report",
                        verdict))
     for label, count in (("10 KB", 200), ("1 MB", 20_000), ("50 MB", 1_000_000)):
@@ -282,7 +282,7 @@ def rows() -> list[Row]:
         base, added = added_per_cell_ms("default", _rows_state(count), "n = len(rows)", n)
         out.append(Row(f"default: rollback point per cell naming the state (`n = len(rows)`: "
                        f"pickled whole), session holding {label}",
-                       f"+{added:.3f} ms per cell on {base:.3f} ms", "report", "info"))
+                       f"{added:+.3f} ms per cell on {base:.3f} ms", "report", "info"))
     return out
 
 

@@ -38,10 +38,10 @@ class Guest:
         self.setup_msg: dict[str, Any] = {"tools": []}
         self.tools: dict[str, Any] = {}
         self.kept: Any = None
-        """What the last checkpoint held, when it can be told unchanged (`persist`)."""
+        """What the last checkpoint held, when it can be told unchanged (`points.unchanged_since`)."""
         self.line: list[int] | None = None
         """[the last whole checkpoint's mark, the deltas given since]: what the host's point
-        holds, as far as this guest knows (`_delta`); None after anything else."""
+        holds, as far as this guest knows (`points.delta`); None after anything else."""
 
     def helpers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -116,9 +116,9 @@ class Guest:
     def _point_after(self) -> str | dict[str, Any] | None:
         """After a cell whose host keeps checkpoints, what its point needs, so that no
         checkpoint need follow and the exchange that would ask for it is saved: what the
-        cell changed since the host's point (`_delta`), where the cell could change only
+        cell changed since the host's point (`points.delta`), where the cell could change only
         what it names; "same" when the variables hold what the last checkpoint took
-        (`persist.unchanged_since`); "empty" when there are none. None: a checkpoint is
+        (`points.unchanged_since`); "empty" when there are none. None: a checkpoint is
         to follow. Only a checkpoint sets what is compared against (an empty namespace
         clears it: the host then holds no point to compare with)."""
         points, reached, line, runner = _points(), self.runner.reach, self.line, self.runner
@@ -161,7 +161,10 @@ class Guest:
             if result.get("error_type") == "NameError":
                 result["error"] = namespace_hint(result["error"], self.tools)
             if msg.get("point"):
-                point = self._point_after()
+                try:
+                    point = self._point_after()
+                except Exception:  # noqa: BLE001 - the cell ran: its result stands, and a
+                    self.line = point = None  # whole checkpoint follows (or says why not)
                 if point is not None:
                     result["point"] = point
             return result

@@ -112,3 +112,18 @@ def test_a_big_state_is_not_held_to_be_compared(guest):
     _checkpoint(guest)
     assert guest.kept is None
     assert "point" not in _cell(guest, _UNKNOWN + "n = 1")
+
+
+def test_a_point_that_fails_leaves_the_cells_result_and_asks_for_a_whole_one(guest, monkeypatch):
+    from tooliscode.guest import points
+
+    _cell(guest, "x = 1")
+    _checkpoint(guest)
+
+    def broken(*_args):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(points, "delta", broken)
+    result = _cell(guest, "x = 2\nprint(x)")
+    assert result["stdout"]["text"] == "2\n" and "point" not in result
+    assert guest.line is None  # no delta offered until a whole checkpoint is taken
