@@ -79,6 +79,8 @@ def _import_args(code: types.CodeType) -> list[int] | None:
 
 
 _SHIFT = _learn_import_shift() if _IMPORT_NAME >= 0 else None
+_STAR = ("*",)
+"""A star import's list of names, among its code's constants."""
 
 
 class Reach:
@@ -115,8 +117,9 @@ def of(compiled: types.CodeType, source: str, ns: dict[str, Any], own: set[Any],
         codes = (compiled,)
     if _IMPORT_NAME >= 0 and "import" in source:  # no import statement without the word
         for code in codes:
-            if code.co_code.find(_IMPORT_BYTE) >= 0 and not _imports_known(code):
-                return None
+            if code.co_code.find(_IMPORT_BYTE) >= 0 and (
+                    _STAR in code.co_consts or not _imports_known(code)):
+                return None  # `from m import *` binds names the code does not list
     mine, current = [], builtins.__dict__
     for name in names:
         if name in own:

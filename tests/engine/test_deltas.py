@@ -105,6 +105,15 @@ def test_a_tool_result_kept_in_a_variable_comes_back():
             "[{'id': 0}, {'id': 1}, {'id': 2}] [{'id': 0}, {'id': 1}] 2\n"
 
 
+def test_names_a_star_import_binds_come_back(session):
+    """`from m import *` binds names its code does not list: a whole checkpoint follows."""
+    s = session
+    assert s.run("n = 1").ok and s.run("n = 2").ok  # a whole point, then one to follow
+    assert s.run("from json import *").ok
+    _stopped(s, "dumps = None")
+    assert s.run("print(dumps([1]), loads('2'))").stdout == "[1] 2\n"
+
+
 def test_a_module_of_the_sessions_own_is_not_taken_for_the_librarys(session):
     """A file in the session's folder named as a standard module is imported first: calling
     it may change what a variable holds, so a cell that names it is followed by a whole
