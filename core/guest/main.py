@@ -172,6 +172,8 @@ class Guest:
             self.runner.changed()
         if op in ("setup", "restore", "rebind", "reset"):
             self.kept = self.line = None  # a namespace the last checkpoint did not see
+        if op in ("setup", "reset"):
+            reach.forget()
         if op == "setup":
             self.setup_msg = msg
             self.runner.reset(self.helpers(), msg.get("limits") or {})

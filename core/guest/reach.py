@@ -12,9 +12,13 @@ and the point after the cell is that point plus the named variables' new values 
 Reflection reaches objects without naming them: by strings (`getattr`, `globals()`,
 `vars()`, `__dict__`), through frames (`f_globals`), the collector or pickle, a module that
 is not the standard library's, a builtin an earlier cell replaced, or a task an earlier cell
-left in the event loop. A cell that could do any of that is "unknown" (`None`), and the whole
-state is pickled again, as it always was. Each delta chain also ends in a whole pickle after a
-few cells (the host's `Points`), so even a way missed here lasts only until then.
+left in the event loop. Modules and tool functions outlive cells, and an attribute of one
+may have been made to hold the session's objects: a cell that names an attribute of one that
+holds data, or a function a cell made, is unknown, and once a cell has set an attribute
+while it reached one (or used reflection), every cell that reaches one is (`_tainted`). A cell
+that could do any of that is "unknown" (`None`), and the whole state is pickled again, as it
+always was. Each delta chain also ends in a whole pickle after a few cells (the host's
+`Points`), so even a way missed here lasts only until then.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["NOTHING", "Reach", "fixed", "of", "settle"]
+__all__ = ["NOTHING", "Reach", "fixed", "forget", "of", "settle"]
 
 _DENIED = frozenset({
     "globals", "locals", "vars", "eval", "exec", "compile", "getattr", "setattr", "delattr",
@@ -106,6 +110,7 @@ def of(compiled: types.CodeType, source: str, ns: dict[str, Any], own: set[Any],
     them (see the module's docstring). `loop`: the cells' event loop, if one was made. It
     runs before every cell whose host keeps points: the usual cell (no function in it, no
     import) takes the short way."""
+    global _tainted
     names: Any = compiled.co_names
     if any(type(c) is types.CodeType for c in compiled.co_consts):
         codes, seen = [compiled], set(names)
@@ -115,44 +120,110 @@ def of(compiled: types.CodeType, source: str, ns: dict[str, Any], own: set[Any],
         names = tuple(seen)
     else:
         codes = (compiled,)
+    shared: list[Any] = []
+    """Modules and tool functions the cell reaches: objects that outlive cells, whose
+    attributes an earlier cell may have made hold the session's objects."""
     if _IMPORT_NAME >= 0 and "import" in source:  # no import statement without the word
         for code in codes:
-            if code.co_code.find(_IMPORT_BYTE) >= 0 and (
-                    _STAR in code.co_consts or not _imports_known(code)):
-                return None  # `from m import *` binds names the code does not list
+            if code.co_code.find(_IMPORT_BYTE) >= 0:
+                modules = _imported(code)
+                if modules is None or _STAR in code.co_consts:
+                    return None  # `from m import *` binds names the code does not list
+                shared.extend(modules)
+    if not _tainted and (shared or any(
+            name in helpers or (name in own and type(ns.get(name)) is types.ModuleType)
+            for name in names)) and any(_at(code, _ATTRIBUTE_WRITES) for code in codes):
+        _tainted = True  # it may set an attribute of one to one of the session's objects
     mine, current = [], builtins.__dict__
     for name in names:
         if name in own:
             value = ns.get(name)
-            if type(value) not in _SCALARS and not fixed(value):
-                return None
+            if type(value) not in _SCALARS:
+                if not fixed(value):
+                    return None
+                if type(value) is types.ModuleType:
+                    shared.append(value)
             mine.append(name)
         elif name in helpers:
-            continue
+            shared.append(helpers[name])
         elif name in _DENIED or name.startswith(_FRAMES):
+            _tainted = True  # reflection may have put any object anywhere
             return None
         elif _ORIGINAL.get(name, _MISSING) is not current.get(name, _MISSING):
             return None  # a builtin replaced: calling it may run anything
+    if shared and (_tainted or not _attributes_plain(shared, names, ns)):
+        return None
     if loop is not None and _busy(loop):
         return None  # an earlier cell's task or callback may run while this one awaits
     return Reach(names, tuple(mine))
 
 
-def _imports_known(code: types.CodeType) -> bool:
-    """Every module `code` imports is one of the standard library's that reflects on
-    nothing, and already imported from there (not a file of the same name in the session's
-    folder, whose code could do anything)."""
+_tainted = False
+"""Some cell may have made a module's or tool function's attribute hold one of the session's
+objects (it set an attribute while reaching one, or used reflection): from then on a cell
+that reaches a module or tool function is unknown (`forget` starts over)."""
+
+
+def forget() -> None:
+    """A new session's namespace: what earlier cells may have hung on modules is not its."""
+    global _tainted
+    _tainted = False
+
+
+def _attributes_plain(shared: list[Any], names: Any, ns: dict[str, Any]) -> bool:
+    """Every attribute of `shared` that the cell names is a number or string, a function
+    of the library's (not one a cell made, whose globals are the session's), a class or a
+    standard module: none holds the session's objects."""
+    for target in shared:
+        attributes = getattr(target, "__dict__", None)
+        if type(attributes) is not dict:
+            continue
+        for name in names:
+            value = attributes.get(name, _MISSING)
+            if value is _MISSING or type(value) in _SCALARS or isinstance(value, type):
+                continue
+            if type(value) is types.ModuleType:
+                if _standard(value):
+                    continue
+            elif callable(value) and getattr(value, "__globals__", None) is not ns:
+                continue
+            return False
+    return True
+
+
+def _at(code: types.CodeType, ops: bytes) -> bool:
+    """Whether `code` has an instruction among `ops` (opcodes)."""
+    raw = code.co_code
+    for op in ops:
+        at = raw.find(op)
+        while at >= 0:
+            if at % 2 == 0:
+                return True
+            at = raw.find(op, at + 1)
+    return False
+
+
+_ATTRIBUTE_WRITES = tuple(bytes((opcode.opmap[n],)) for n in ("STORE_ATTR", "DELETE_ATTR")
+                          if n in opcode.opmap)
+
+
+def _imported(code: types.CodeType) -> list[Any] | None:
+    """The modules `code` imports, each one of the standard library's that reflects on
+    nothing and is already imported from there (not a file of the same name in the
+    session's folder, whose code could do anything); None when any is not."""
     args = _import_args(code) if _SHIFT is not None else None
     if args is None:
-        return False
+        return None
+    found = []
     for arg in args:
         index = arg >> _SHIFT
         if index >= len(code.co_names):
-            return False
+            return None
         module = sys.modules.get(code.co_names[index])
         if module is None or not _standard(module):
-            return False  # its first import runs its code: a cell that does it is unknown
-    return True
+            return None  # its first import runs its code: a cell that does it is unknown
+        found.append(module)
+    return found
 
 
 def _standard(module: Any) -> bool:

@@ -105,6 +105,18 @@ def test_a_tool_result_kept_in_a_variable_comes_back():
             "[{'id': 0}, {'id': 1}, {'id': 2}] [{'id': 0}, {'id': 1}] 2\n"
 
 
+def test_a_variable_reached_through_a_module_comes_back(session):
+    """A cell that sets an attribute while it reaches a module (here on one of its classes)
+    may make it hold the session's objects: from then on, a cell that reaches a module is
+    followed by a whole checkpoint."""
+    s = session
+    assert s.run("import json\nbox = ['mark']").ok
+    assert s.run("json.JSONDecoder.held = box").ok
+    assert s.run("json.JSONDecoder.held.append(9)").ok  # names no variable but a module
+    _stopped(s, "pass")
+    assert s.run("print(box, json.dumps(1))").stdout == "['mark', 9] 1\n"
+
+
 def test_names_a_star_import_binds_come_back(session):
     """`from m import *` binds names its code does not list: a whole checkpoint follows."""
     s = session

@@ -13,6 +13,7 @@ from tooliscode.guest import reach
 @pytest.fixture(autouse=True)
 def settled():
     reach.settle("/session")
+    reach.forget()
 
 
 def _of(code: str, ns: dict, loop=None):
@@ -60,3 +61,29 @@ def test_a_module_is_fixed_only_when_the_librarys():
 
     assert reach.fixed(json) and reach.fixed((1, "a", (2.0, None)))
     assert not reach.fixed(builtins) and not reach.fixed([1]) and not reach.fixed((1, [2]))
+
+
+def test_a_cell_that_may_hang_objects_on_a_module_makes_modules_unknown():
+    import json
+
+    ns = {"json": json, "box": [1]}
+    assert _of("n = json.dumps(1)", ns) is not None
+    assert _of("json.JSONDecoder.held = 1", ns) is None  # sets an attribute, reaching json
+    assert _of("n = json.dumps(1)", ns) is None  # from then on, until a new session
+    assert _of("n = tool(1)", ns) is None
+    reach.forget()
+    assert _of("n = json.dumps(1)", ns) is not None
+    assert _of("n = len('a')\nm = getattr(n, 'real')", ns) is None  # reflection
+    assert _of("n = json.dumps(1)", ns) is None
+    reach.forget()
+
+
+def test_an_attribute_of_a_module_that_holds_data_makes_a_cell_unknown():
+    import types
+
+    module = types.ModuleType("json")  # a standard name, made here: its attributes are ours
+    module.held = [1]
+    module.count = 3
+    ns = {"m": module}
+    assert reach._attributes_plain([module], ("count",), ns)
+    assert not reach._attributes_plain([module], ("held", "append"), ns)
