@@ -244,6 +244,8 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
 
 
 def _state(blob: bytes, modules: list[str], removed: list[str] | None) -> bytes:
+    """The saved state as `load` reads it: the pickled values, the modules to import first,
+    and (a delta's) the names to take away."""
     state: dict[str, Any] = {"format": _FORMAT, "values": blob, "modules": modules}
     if removed:
         state["removed"] = removed
@@ -252,6 +254,9 @@ def _state(blob: bytes, modules: list[str], removed: list[str] | None) -> bytes:
 
 _SCALAR_TYPES = frozenset({int, float, complex, str, bytes, bool, type(None)})
 _SCALARS_AT_ONCE = 4096
+"""Values of `_SCALAR_TYPES` taking up to this many bytes pickle with the plain pickler."""
+
+
 def _imported(values: dict[str, Any]) -> list[str]:
     return [v.__name__ for v in values.values() if isinstance(v, types.ModuleType)]
 
