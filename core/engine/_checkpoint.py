@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..guest import persist
 
 __all__ = ["Checkpoint"]
 
@@ -23,9 +24,6 @@ _CHAIN_BYTES = 64 * 1024
 the whole state they follow, or after `_CHAIN` of them, one more for each 2 KB of the whole
 (a big state's whole checkpoint costs that much more), `_CHAIN_MOST` at most: a rollback
 loads every part, and the guest's account of what a cell can change is renewed."""
-_STATE_FORMAT = 3
-"""The guest's state format that a chain of parts and a plain delta are written in
-(`persist.load`)."""
 
 
 @dataclass
@@ -52,9 +50,8 @@ class Checkpoint:
         """What the guest's `persist.load` reads: `data`, or the chain of it and the deltas."""
         if not self.deltas:
             return self.data
-        parts = [bytes(self.data),
-                 *(d if isinstance(d, bytes) else _pickled(*d) for d in self.deltas)]
-        return pickle.dumps({"format": _STATE_FORMAT, "parts": parts})
+        return persist.chain([bytes(self.data), *(
+            d if isinstance(d, bytes) else persist.plain(*d) for d in self.deltas)])
 
     @property
     def size_bytes(self) -> int:
@@ -137,12 +134,3 @@ def _still_dropped(dropped: dict[str, str], told: dict[str, Any]) -> dict[str, s
     said = told.get("dropped")
     return {**{k: v for k, v in dropped.items() if k not in gone},
             **({str(k): str(v) for k, v in said.items()} if isinstance(said, dict) else {})}
-
-
-def _pickled(values: dict[str, Any], removed: list[str]) -> bytes:
-    """Plain values as a delta in the guest's state format (`persist.dump`'s)."""
-    state: dict[str, Any] = {"format": _STATE_FORMAT, "modules": [],
-                             "values": pickle.dumps(values, pickle.HIGHEST_PROTOCOL)}
-    if removed:
-        state["removed"] = removed
-    return pickle.dumps(state, pickle.HIGHEST_PROTOCOL)

@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["TooBig", "dump", "load", "lost_files"]
+__all__ = ["TooBig", "chain", "dump", "load", "lost_files", "plain"]
 
 _FORMAT = 3
 """3: every value in one pickle, tools named by `reducer_override` (no `persistent_id`, which
@@ -222,7 +222,7 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
             and sum(map(sys.getsizeof, values.values())) <= _SCALARS_AT_ONCE:
         # Numbers and strings, as a delta after a small cell mostly holds: nothing to name,
         # nothing to bound (a pickler of ours and its checks cost as much as the rest).
-        return _state(pickle.dumps(values, pickle.HIGHEST_PROTOCOL), [], removed), {}
+        return plain(values, removed), {}
     refs = _refs(helpers)
     dropped: dict[str, str] = {}
     try:
@@ -241,6 +241,18 @@ def dump(ns: dict[str, Any], names: list[str], helpers: dict[str, Any],
         blob = _pickle(values, refs, ns, limit)
     modules = sorted({name for name in _imported(values) if name.split(".")[0] in sys.modules})
     return _state(blob, modules, removed), dropped
+
+
+def plain(values: dict[str, Any], removed: list[str] | None = None) -> bytes:
+    """Values that need no pickler of ours (numbers, strings, bytes, None), as a state `load`
+    reads: a delta the host was given as they are is made so only if a rollback loads it."""
+    return _state(pickle.dumps(values, pickle.HIGHEST_PROTOCOL), [], removed)
+
+
+def chain(parts: list[bytes]) -> bytes:
+    """States one after another (a whole one, then what later cells changed), as one state
+    that `load` reads part after part."""
+    return pickle.dumps({"format": _FORMAT, "parts": parts})
 
 
 def _state(blob: bytes, modules: list[str], removed: list[str] | None) -> bytes:
