@@ -67,8 +67,9 @@ class WarmPool:
         """Notified when a guest comes back (or fails to), and on closing."""
         self._closed = False
 
-    def start_worker(self, workdir: Path, limits: Limits | None = None) -> Worker:
-        return Worker(self.runtime, workdir, limits or Limits())
+    def start_worker(self, workdir: Path, limits: Limits | None = None, *,
+                     ahead: bool = False) -> Worker:
+        return Worker(self.runtime, workdir, limits or Limits(), ahead=ahead)
 
     def acquire(self, limits: Limits | None = None) -> Worker:
         """A parked guest with its own new folder: a ready one, else the one the refill is
@@ -158,7 +159,7 @@ class WarmPool:
                 except (OSError, RuntimeError):  # no temp space, or the process is ending
                     return
                 try:
-                    worker = self.start_worker(workdir)
+                    worker = self.start_worker(workdir, ahead=True)
                     with self._lock:  # (a caller may adopt it as soon as it is `_booting`)
                         closed = self._closed
                         if not closed:

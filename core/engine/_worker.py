@@ -74,7 +74,8 @@ class _Booted(threading.Event):
 class Worker(GuestLoop):
     """Owns one guest instance and the thread that runs it."""
 
-    def __init__(self, runtime: Runtime, workdir: Path, limits: Limits):
+    def __init__(self, runtime: Runtime, workdir: Path, limits: Limits, *, ahead: bool = False):
+        """`ahead`: made ahead of need (a pool's), so not in a slot (`GuestSpec.ahead`)."""
         self.workdir = workdir
         self._runtime = runtime
         self.limits = limits
@@ -107,7 +108,8 @@ class Worker(GuestLoop):
         boot = BAKED_BOOT if self._baked else runtime.transport_source + BOOT_SOURCE
         spec = GuestSpec(workdir=workdir, memory_bytes=limits.memory_bytes, boot_source=boot,
                          disk_bytes=limits.disk_bytes, disk_entries=limits.disk_entries,
-                         boot_reply=boot_reply(self._code, True) if self._turns else None)
+                         boot_reply=boot_reply(self._code, True) if self._turns else None,
+                         ahead=ahead)
         self.instance = runtime.instantiate(spec)
         self.points = Points(self.instance, lambda: self.limits)
         """The state a stopped cell's session comes back to (see `_points.py`)."""

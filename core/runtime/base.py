@@ -56,6 +56,9 @@ class GuestSpec:
     boot_reply: bytes | None = None
     """The host's answer to the guest's boot request, for a runtime that boots spare guests
     of its own (the data runtime's memory image)."""
+    ahead: bool = False
+    """Made ahead of need (a pool's guest): it leaves the runtime's slots, if it keeps any,
+    to guests wanted now."""
 
 
 @dataclass

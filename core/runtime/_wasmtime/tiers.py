@@ -11,6 +11,9 @@ ticker ticks both. Both are cached, keyed by the compiler.
 
 `eager()` (what `tooliscode warmup` asks for) skips Winch and compiles Cranelift's at once,
 on every core: for container builds and CI, where the wait is paid ahead of time.
+
+A runtime may ask for slots (`pooling.py`): Cranelift's compile then also runs in an engine
+that keeps a few (`Tier.slots`), for guests made when one is wanted.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import wasmtime
 
 from .compile_cache import entry_path, load_module
 from .epoch_ticker import EpochTicker
+from .pooling import use_pool
 from .wasm_file import WasmFile
 
 __all__ = ["Tier", "Tiers", "WINCH", "CRANELIFT", "eager", "ENV_COMPILER"]
@@ -60,6 +64,10 @@ class Tier:
     passthrough: Any = None
     callbacks: list[Any] = field(default_factory=list)
     """The C callbacks its linker calls (kept alive with it)."""
+    slots: Tier | None = None
+    """The same compile in an engine that keeps slots, where the runtime asked for them."""
+    slotted: bool = False
+    """This tier's engine keeps slots (it is another tier's `slots`)."""
 
     def close(self) -> None:
         for handle in (self.linker, self.passthrough, self.code, self.engine):
@@ -74,8 +82,9 @@ class Tiers:
     def __init__(self, wasm: WasmFile, flags: str, *, configure: Callable[[wasmtime.Config], None],
                  link: Callable[[Tier], None], ticker_period: float, prefix: str, kind: Any,
                  what: str, expected: dict[str, str],
-                 transform: Callable[[bytes], bytes | None] | None = None):
+                 transform: Callable[[bytes], bytes | None] | None = None, slots: int = 0):
         self._wasm, self._flags, self._configure, self._link = wasm, flags, configure, link
+        self._slots = slots
         self._load_args = {"prefix": prefix, "kind": kind, "what": what, "transform": transform}
         self._expected = expected
         self._lock = threading.Lock()
@@ -93,6 +102,7 @@ class Tiers:
         if _eager or chosen == CRANELIFT or cached is None or cached.is_file():
             self.current = self._load(CRANELIFT, cranelift)
             self.ticker = EpochTicker(cranelift, ticker_period)
+            self._twin(self.current)
             self._ready.set()
             return
         self.current = self._load(WINCH, self._engine(WINCH))
@@ -121,6 +131,37 @@ class Tiers:
             self.all.append(tier)
         return tier
 
+    def _twin(self, tier: Tier) -> None:
+        """Give `tier` its twin in an engine with slots (`Tier.slots`), where the runtime
+        asked for them: from the cached compile (mapped, not copied), else from a copy of
+        `tier`'s. Without it, guests go on as before."""
+        if not self._slots:
+            return
+        config = wasmtime.Config()
+        self._configure(config)
+        use_pool(config, self._slots)
+        try:
+            engine = wasmtime.Engine(config)
+        except wasmtime.WasmtimeError as exc:  # its address space could not be had
+            log.warning("tooliscode: guests start without slots kept ready: %s", exc)
+            return
+        kind = self._load_args["kind"]
+        cached = entry_path(self._wasm, self._key(tier.compiler), self._load_args["prefix"])
+        try:
+            code = kind.deserialize_file(engine, str(cached)) \
+                if cached is not None and cached.is_file() \
+                else kind.deserialize(engine, tier.code.serialize())
+        except wasmtime.WasmtimeError as exc:  # the compile does not fit the slots
+            log.warning("tooliscode: guests start without slots kept ready: %s", exc)
+            engine.close()
+            return
+        twin = Tier(tier.compiler, engine, code, slotted=True)
+        self._link(twin)
+        self.ticker.add(engine)
+        with self._lock:
+            self.all.append(twin)
+        tier.slots = twin
+
     def _background(self, engine: wasmtime.Engine) -> None:
         """Compile Cranelift's on this thread alone, at the lowest priority, then take it."""
         try:
@@ -136,6 +177,7 @@ class Tiers:
                 compiler.close()
             tier = self._load(CRANELIFT, engine)
             self.ticker.add(engine)
+            self._twin(tier)
             self.current = tier
             log.warning("tooliscode: Cranelift's compile is ready: new guests run on it")
         except Exception:  # noqa: BLE001 - guests go on on Winch's

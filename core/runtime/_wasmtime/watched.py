@@ -61,7 +61,8 @@ class WatchedGuest(Instance):
 
     @property
     def outdated(self) -> bool:
-        return self.tier is not self._rt.tiers.current
+        current = self._rt.tiers.current
+        return self.tier is not current and self.tier is not current.slots
 
     def _new_store(self, memory_bytes: int) -> wasmtime.Store:
         """A store for this guest: its memory limit, its deadline check."""

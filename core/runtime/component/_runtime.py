@@ -28,6 +28,7 @@ from ..._folders import empty_folder
 from ..._temp_folders import new_folder
 from .._wasmtime import userfault
 from .._wasmtime.host_functions import tls
+from .._wasmtime.pooling import exhausted, slots
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
@@ -82,7 +83,9 @@ class ComponentInstance(WatchedGuest):
 
     def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
                  stdlib_writable: bool = False):
-        super().__init__(runtime, spec, runtime.tiers.current)
+        tier = runtime.tiers.current
+        slots = None if spec.ahead else tier.slots
+        super().__init__(runtime, spec, slots or tier)
         self.pending: bytes | None = None
         """A big answer the guest was told the size of, until it asks for it."""
         self._spec, self._stdlib_writable = spec, stdlib_writable
@@ -96,10 +99,9 @@ class ComponentInstance(WatchedGuest):
         """Source the next turn plays first (`RESEED` after a write-back)."""
         self._start()
 
-    def _start(self) -> None:
-        """An instance of the component in this guest's store, ready for its first turn."""
-        spec, tier = self._spec, self.tier
-        self.guard = Guard(self)
+    def _wasi(self) -> wasmtime.WasiConfig:
+        """What the guest may see: its folder, the standard library, the time zones."""
+        spec = self._spec
         wasi = wasmtime.WasiConfig()
         wasi.argv = ["python"]
         wasi.env = list(spec.extra_env.items())  # nothing of the host's
@@ -107,8 +109,24 @@ class ComponentInstance(WatchedGuest):
         wasi.preopen_dir(str(self._rt.built.stdlib), STDLIB, fs_mutable=self._stdlib_writable)
         if ZONEINFO.is_dir():
             wasi.preopen_dir(str(ZONEINFO), str(ZONEINFO), fs_mutable=False)
-        self._store.set_wasi(wasi)
-        self._instance = tier.linker.instantiate(self._store, tier.code)
+        return wasi
+
+    def _start(self) -> None:
+        """An instance of the component in this guest's store, ready for its first turn: in
+        a slot where the guest took that tier (`pooling.py`) and one is free, else as any."""
+        self.guard = Guard(self)
+        self._store.set_wasi(self._wasi())
+        tier = self.tier
+        try:
+            self._instance = tier.linker.instantiate(self._store, tier.code)
+        except wasmtime.WasmtimeError as exc:
+            if not tier.slotted or not exhausted(exc):
+                raise
+            self.tier = tier = self._rt.tiers.current  # every slot is taken
+            self._store.close()
+            self._store = self._new_store(self.memory_bytes)
+            self._store.set_wasi(self._wasi())
+            self._instance = tier.linker.instantiate(self._store, tier.code)
         func = self._instance.get_func(self._store, "turn")
         if func is None:
             raise RuntimeError("the sandbox component exports no turn function")
@@ -154,10 +172,13 @@ class ComponentInstance(WatchedGuest):
         """Right after setup: its memory (written back by `renew`, where it can be found),
         and the turns so far (played again in a new instance where it cannot). The turns go
         on being noted, our own here aside: a session's setup may take a baseline after the
-        pool's."""
+        pool's. A guest in a slot keeps only its turns: its memory is the slot's, all of it
+        resident, which a mirror would copy whole. Its renewal starts it again off the slot
+        (`_start_again`), and it is renewed in place from then on."""
         self._baseline, self.script = self.script, None
         self._forget_memory()
-        self._kept = Kept.take(self, grow)
+        if not self.tier.slotted:
+            self._kept = Kept.take(self, grow)
         self.script = None if self._baseline is None else list(self._baseline)
         return bool(self._baseline)
 
@@ -183,6 +204,7 @@ class ComponentInstance(WatchedGuest):
         assert baseline is not None
         old, self._instance, self._turn = self._store, None, None  # type: ignore[assignment]
         old.close()
+        self.tier = self._rt.tiers.current  # off its slot, if it held one
         self._store = self._new_store(self._spec.memory_bytes)
         self.opened.clear()
         self._trap_reason, self._prefix = None, ""
@@ -204,7 +226,8 @@ class ComponentInstance(WatchedGuest):
 
     @property
     def idle_work(self) -> bool:
-        return not self._shed and not self.trapped
+        return not self._shed and not self.trapped and not self.tier.slotted
+        # (a slot's pages are the guest's own, kept resident: none to let go)
 
     def idle(self) -> None:
         """Once per instance: its start image read one page per fault from now on, and the
@@ -301,7 +324,7 @@ class ComponentRuntime(WatchedRuntime):
                                ticker_period=self._tick_s, prefix="component",
                                kind=component.Component, what="the sandbox component",
                                expected={"cranelift": "about 5 s of CPU",
-                                         "winch": "about 1 s"})
+                                         "winch": "about 1 s"}, slots=slots())
             self._loaded = built.wasm.sha256
             # Only once loaded: a guest asked for meanwhile on another thread, finding this
             # answer seen, does not wait here (`_make`) and must find the component ready.
@@ -336,7 +359,8 @@ class ComponentRuntime(WatchedRuntime):
         folder = new_folder("stdlib")
         try:
             with self.making():
-                instance = ComponentInstance(self, GuestSpec(folder, 512 << 20, _PRECOMPILE),
+                instance = ComponentInstance(self, GuestSpec(folder, 512 << 20, _PRECOMPILE,
+                                                             ahead=True),
                                              stdlib_writable=True)
                 self._live.add(instance)
             try:

@@ -1,7 +1,9 @@
 """An idle default guest keeps resident only the start image's pages it reads: once idle, its
 image is registered with a userfaultfd, which turns the kernel's fault-around off, and the
 pages its boot mapped sixteen at a time are let go (`runtime/_wasmtime/userfault.py`). Only a
-guest found before any code of a user's ran in it (`ComponentInstance.idle`)."""
+guest found before any code of a user's ran in it (`ComponentInstance.idle`), and not in a
+slot (`pooling.py`: a slot's pages are all the guest's own), so these are made ahead of need,
+as a pool's."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def _cell(worker: Worker, code: str) -> dict:
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
     made = Worker(runtime_named("default"), tmp_path_factory.mktemp("resident"),
-                  Limits(timeout_s=20))
+                  Limits(timeout_s=20), ahead=True)
     made.between_turns(lambda instance: None)  # boots it; no command of a user's yet
     yield made
     made.shutdown()
@@ -80,7 +82,7 @@ def test_the_pages_let_go_come_back_as_they_were(worker):
 
 
 def test_a_guest_that_ran_a_cell_first_is_found_at_its_first_idle_moment(tmp_path):
-    fresh = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20))
+    fresh = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20), ahead=True)
     try:
         assert _cell(fresh, "x = 41")["ok"]  # its first command: its thread finds it waiting
         _shed(fresh)
@@ -105,7 +107,7 @@ _app["exchange"] = _lying
 def test_a_cell_cannot_point_the_host_at_other_memory(tmp_path):
     """The word is the host's, new each time, and given to this guest alone in a turn that
     reaches no tool: a cell that answers for the guest can only fail to be found."""
-    liar = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20))
+    liar = Worker(runtime_named("default"), tmp_path, Limits(timeout_s=20), ahead=True)
     try:
         assert _cell(liar, BREAK_EXCHANGE)["ok"]
         end = time.monotonic() + 10
