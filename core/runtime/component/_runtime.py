@@ -226,8 +226,8 @@ class ComponentInstance(WatchedGuest):
 
     @property
     def idle_work(self) -> bool:
+        """`idle` has yet to run; never in a slot, whose pages are all the guest's own."""
         return not self._shed and not self.trapped and not self.tier.slotted
-        # (a slot's pages are the guest's own, kept resident: none to let go)
 
     def idle(self) -> None:
         """Once per instance: its start image read one page per fault from now on, and the
