@@ -24,6 +24,7 @@ from tooliscode import Limits, Session
 from tooliscode.engine._worker import Worker
 from tooliscode.runtime import cache_dir, runtime_named
 from tooliscode.runtime._wasmtime.pooling import slots
+from tooliscode.runtime._wasmtime.tiers import SLOTS_IDLE_S
 
 LOOP = "t = 0\nfor i in range(2_000_000):\n    t += i % 7\n"
 
@@ -229,8 +230,8 @@ def rows(first_uses: bool = True) -> list[Row]:
                    "ok" if rss <= 8 else "over"))
     kept = kept_after_closing_mb()
     out.append(Row(f"default: memory the slots keep once 20 sessions open at once have closed "
-                   f"({slots()} slots against none, each its own process)", f"{kept:.0f} MB",
-                   "report", "info"))
+                   f"({slots()} slots against none, each its own process; let go after "
+                   f"{SLOTS_IDLE_S:.0f} s unused)", f"{kept:.0f} MB", "report", "info"))
     rss, pss = memory_per_session(apart_s=0.05)
     out.append(Row("default: memory per idle session, started 50 ms apart (each from the pool)",
                    f"RSS {rss:.1f} MB, PSS {pss:.1f} MB", "report", "info"))

@@ -41,6 +41,12 @@ class EpochTicker:
         with self._cond:
             self._engines = [*self._engines, engine]
 
+    def remove(self, engine: wasmtime.Engine) -> None:
+        """Tick `engine` no more: once this returns it is never ticked again (it may be
+        freed)."""
+        with self._cond:
+            self._engines = [e for e in self._engines if e is not engine]
+
     @property
     def armed(self) -> int:
         """How many guests (and stop requests) it watches now."""
@@ -85,6 +91,6 @@ class EpochTicker:
                 self._until = -math.inf  # ticking: nothing to wake it for
                 if self._closed:
                     return
-            for engine in self._engines:
-                engine.increment_epoch()
+                for engine in self._engines:  # under the lock: none is freed meanwhile
+                    engine.increment_epoch()
             time.sleep(self.period)  # a due guest that goes on is asked again a period later

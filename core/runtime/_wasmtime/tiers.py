@@ -13,7 +13,10 @@ ticker ticks both. Both are cached, keyed by the compiler.
 on every core: for container builds and CI, where the wait is paid ahead of time.
 
 A runtime may ask for slots (`pooling.py`): Cranelift's compile then also runs in an engine
-that keeps a few (`Tier.slots`), for guests made when one is wanted.
+that keeps a few (`Tier.slots`), for guests made when one is wanted (`slot_tier`). Once no
+guest has held a slot for `SLOTS_IDLE_S`, that engine is let go, and the memory its slots
+keep resident with it; the next guest wanted then starts without one while it is made again
+in the background.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +48,8 @@ ENV_COMPILER = "TOOLISCODE_COMPILER"
 `winch`: Winch's alone, nothing made in the background (a wheel's build, which only needs
 a guest to run once)."""
 _eager = False
+SLOTS_IDLE_S = 30.0
+"""How long slots no guest holds are kept before they are let go."""
 
 
 def eager() -> None:
@@ -88,6 +94,10 @@ class Tiers:
         self._load_args = {"prefix": prefix, "kind": kind, "what": what, "transform": transform}
         self._expected = expected
         self._lock = threading.Lock()
+        self._slotted = 0
+        """Guests holding a slot now (`slot_tier` to `slot_left`)."""
+        self._slots_unused_since = 0.0
+        self._reaper = self._twinning = self._closed = False
         self._ready = threading.Event()
         self.all: list[Tier] = []
         chosen = os.environ.get(ENV_COMPILER)
@@ -131,10 +141,66 @@ class Tiers:
             self.all.append(tier)
         return tier
 
+    def slot_tier(self, tier: Tier) -> Tier | None:
+        """For a guest wanted now: `tier`'s twin in an engine with slots, held until
+        `slot_left`; None where there is none (it is made again in the background, if the
+        runtime asked for slots and they were let go)."""
+        with self._lock:
+            twin = tier.slots
+            if twin is not None:
+                self._slotted += 1
+                return twin
+            if not self._slots or self._twinning or self._closed or tier is not self.current:
+                return None
+            self._twinning = True
+        threading.Thread(target=self._twin, args=(tier,), daemon=True,
+                         name="tooliscode-slots").start()
+        return None
+
+    def slot_left(self) -> None:
+        """A guest that `slot_tier` gave a twin has closed its store."""
+        with self._lock:
+            self._slotted -= 1
+            if self._slotted:
+                return
+            self._slots_unused_since = time.monotonic()
+            if self._reaper or self._closed:
+                return
+            self._reaper = True
+        threading.Thread(target=self._reap, daemon=True, name="tooliscode-slots").start()
+
+    def _reap(self) -> None:
+        """Let the slots go once no guest has held one for `SLOTS_IDLE_S` (one such thread at
+        a time, which waits as long as they are used)."""
+        while True:
+            with self._lock:
+                left = self._slots_unused_since + SLOTS_IDLE_S - time.monotonic()
+                if self._closed or (not self._slotted and left <= 0):
+                    break
+            time.sleep(max(left, 0.05) if left > 0 else SLOTS_IDLE_S)
+        with self._lock:
+            self._reaper = False
+            if self._closed:
+                return
+            twins = [t for t in self.all if t.slotted]
+            self.all = [t for t in self.all if not t.slotted]
+            for tier in self.all:
+                tier.slots = None
+        for twin in twins:
+            self.ticker.remove(twin.engine)
+            twin.close()
+
     def _twin(self, tier: Tier) -> None:
         """Give `tier` its twin in an engine with slots (`Tier.slots`), where the runtime
         asked for them: from the cached compile (mapped, not copied), else from a copy of
         `tier`'s. Without it, guests go on as before."""
+        try:
+            self._make_twin(tier)
+        finally:
+            with self._lock:
+                self._twinning = False
+
+    def _make_twin(self, tier: Tier) -> None:
         if not self._slots:
             return
         config = wasmtime.Config()
@@ -144,6 +210,7 @@ class Tiers:
             engine = wasmtime.Engine(config)
         except wasmtime.WasmtimeError as exc:  # its address space could not be had
             log.warning("tooliscode: guests start without slots kept ready: %s", exc)
+            self._slots = 0
             return
         kind = self._load_args["kind"]
         cached = entry_path(self._wasm, self._key(tier.compiler), self._load_args["prefix"])
@@ -153,14 +220,22 @@ class Tiers:
                 else kind.deserialize(engine, tier.code.serialize())
         except wasmtime.WasmtimeError as exc:  # the compile does not fit the slots
             log.warning("tooliscode: guests start without slots kept ready: %s", exc)
+            self._slots = 0
             engine.close()
             return
         twin = Tier(tier.compiler, engine, code, slotted=True)
         self._link(twin)
         self.ticker.add(engine)
         with self._lock:
-            self.all.append(twin)
-        tier.slots = twin
+            if self._closed:
+                closing = True
+            else:
+                closing = False
+                self.all.append(twin)
+                tier.slots = twin
+        if closing:
+            self.ticker.remove(engine)
+            twin.close()
 
     def _background(self, engine: wasmtime.Engine) -> None:
         """Compile Cranelift's on this thread alone, at the lowest priority, then take it."""
@@ -195,6 +270,7 @@ class Tiers:
         """Free every compile (no guest may live: see `WatchedRuntime.close`)."""
         self.ticker.close()
         with self._lock:
+            self._closed = True
             tiers, self.all = self.all, []
         for tier in tiers:
             tier.close()

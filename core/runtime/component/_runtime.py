@@ -84,7 +84,7 @@ class ComponentInstance(WatchedGuest):
     def __init__(self, runtime: ComponentRuntime, spec: GuestSpec, *,
                  stdlib_writable: bool = False):
         tier = runtime.tiers.current
-        slots = None if spec.ahead else tier.slots
+        slots = None if spec.ahead else runtime.tiers.slot_tier(tier)
         super().__init__(runtime, spec, slots or tier)
         self.pending: bytes | None = None
         """A big answer the guest was told the size of, until it asks for it."""
@@ -97,7 +97,11 @@ class ComponentInstance(WatchedGuest):
         """The memory right after setup, when it can be found: what `renew` writes back."""
         self._prefix = ""
         """Source the next turn plays first (`RESEED` after a write-back)."""
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self._left_slot()
+            raise
 
     def _wasi(self) -> wasmtime.WasiConfig:
         """What the guest may see: its folder, the standard library, the time zones."""
@@ -122,8 +126,9 @@ class ComponentInstance(WatchedGuest):
         except wasmtime.WasmtimeError as exc:
             if not tier.slotted or not exhausted(exc):
                 raise
-            self.tier = tier = self._rt.tiers.current  # every slot is taken
             self._store.close()
+            self._left_slot()  # every slot is taken
+            self.tier = tier = self._rt.tiers.current
             self._store = self._new_store(self.memory_bytes)
             self._store.set_wasi(self._wasi())
             self._instance = tier.linker.instantiate(self._store, tier.code)
@@ -204,7 +209,8 @@ class ComponentInstance(WatchedGuest):
         assert baseline is not None
         old, self._instance, self._turn = self._store, None, None  # type: ignore[assignment]
         old.close()
-        self.tier = self._rt.tiers.current  # off its slot, if it held one
+        self._left_slot()  # off its slot, if it held one
+        self.tier = self._rt.tiers.current
         self._store = self._new_store(self._spec.memory_bytes)
         self.opened.clear()
         self._trap_reason, self._prefix = None, ""
@@ -261,6 +267,18 @@ class ComponentInstance(WatchedGuest):
     def trapped(self) -> bool:
         """A trap (or a stop) ended a turn since the guest was last renewed."""
         return self._trap_reason is not None
+
+    def close(self) -> None:
+        held = self._store is not None
+        super().close()
+        if held:
+            self._left_slot()
+
+    def _left_slot(self) -> None:
+        """This guest's store, if it held a slot, is closed: the slot is no longer held."""
+        if self.tier.slotted:
+            self.tier = self._rt.tiers.current  # (counted once)
+            self._rt.tiers.slot_left()
 
     def _forget_memory(self) -> None:
         if self._kept is not None:

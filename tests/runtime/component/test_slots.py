@@ -146,3 +146,34 @@ def test_a_count_of_slots_that_is_no_number_is_refused():
                          timeout=300)
     assert out.returncode != 0
     assert "TOOLISCODE_SLOTS must be a whole number of slots, not 'eight'" in out.stderr
+
+
+def test_slots_no_guest_holds_for_a_while_are_let_go_and_made_again_when_wanted():
+    seen = _run("""
+        import time
+        from tooliscode.runtime._wasmtime import tiers
+
+        tiers.SLOTS_IDLE_S = 0.3
+        held = Worker(runtime, folder, Limits())
+        held.call({"op": "cell", "code": "1"})
+        time.sleep(0.6)
+        kept_while_held = runtime.tiers.current.slots is not None  # a guest holds one
+        end(held)
+        time.sleep(1.0)
+        let_go = runtime.tiers.current.slots is None
+        bare = Worker(runtime, folder, Limits())  # none now: it asks for them again
+        value = bare.call({"op": "cell", "code": "2 + 3"}).get("value")
+        deadline = time.monotonic() + 30
+        while runtime.tiers.current.slots is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        again = Worker(runtime, folder, Limits())
+        again_value = again.call({"op": "cell", "code": "2 * 3"}).get("value")
+        print(json.dumps({"kept_while_held": kept_while_held, "let_go": let_go,
+                          "bare": [value, slotted(bare)], "again": [again_value, slotted(again)],
+                          "engines": len(runtime.ticker._engines)}))
+        end(bare, again)
+    """, slots=2)
+    assert seen["kept_while_held"] and seen["let_go"]
+    assert seen["bare"] == ["5", False]
+    assert seen["again"] == ["6", True]
+    assert seen["engines"] == 2  # the one let go is ticked no more; the new one is
