@@ -177,3 +177,42 @@ def test_slots_no_guest_holds_for_a_while_are_let_go_and_made_again_when_wanted(
     assert seen["bare"] == ["5", False]
     assert seen["again"] == ["6", True]
     assert seen["engines"] == 2  # the one let go is ticked no more; the new one is
+
+
+def test_guests_made_from_several_threads_while_slots_come_and_go_all_run():
+    """Slots let go and made again while other threads take and leave them: no guest runs on
+    an engine freed under it, and every count comes back even."""
+    seen = _run("""
+        import random, threading, time
+        from tooliscode.runtime._wasmtime import tiers
+
+        tiers.SLOTS_IDLE_S = 0.02
+        errors, kinds = [], []
+
+        def work(n):
+            for i in range(12):
+                try:
+                    w = Worker(runtime, Path(tempfile.mkdtemp()), Limits())
+                    value = w.call({"op": "cell", "code": f"{n} * {i}"}).get("value")
+                    if value != str(n * i):
+                        errors.append(value)
+                    kinds.append(slotted(w))
+                    end(w) if random.random() < 0.3 else w.shutdown()
+                    time.sleep(random.random() * 0.04)
+                except Exception as exc:
+                    errors.append(repr(exc))
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        deadline = time.monotonic() + 30  # the last guests end on their own threads
+        while runtime.tiers._slotted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print(json.dumps({"errors": errors[:3], "ran": len(kinds),
+                          "slotted": sum(kinds), "held": runtime.tiers._slotted}))
+    """, slots=2)
+    assert seen["errors"] == [] and seen["ran"] == 48
+    assert seen["slotted"] > 0
+    assert seen["held"] == 0
