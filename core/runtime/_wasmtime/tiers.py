@@ -205,10 +205,11 @@ class Tiers:
             return
         config = wasmtime.Config()
         self._configure(config)
-        use_pool(config, self._slots)
         try:
+            use_pool(config, self._slots)
             engine = wasmtime.Engine(config)
-        except wasmtime.WasmtimeError as exc:  # its address space could not be had
+        except (wasmtime.WasmtimeError, AttributeError) as exc:  # no address space for the
+            # slots, or a build of wasmtime without the pooling allocator
             log.warning("tooliscode: guests start without slots kept ready: %s", exc)
             self._slots = 0
             return
