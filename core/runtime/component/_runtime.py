@@ -27,12 +27,11 @@ from wasmtime import component
 from ..._folders import empty_folder
 from ..._temp_folders import new_folder
 from .._wasmtime import userfault
-from .._wasmtime.host_functions import tls
 from .._wasmtime.pooling import exhausted, slots
 from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
-from . import _host, _in_memory, _memory
+from . import _answers, _host, _in_memory, _memory
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
 from ._in_place import FIND, GROW, LOCATE, RESEED, Kept, locate
@@ -309,8 +308,9 @@ class ComponentRuntime(WatchedRuntime):
         self.built: Built
         self._loaded: str | None = None
         self._boot_seen: bytes | None = None
-        self._callbacks = [_host.call_callback(_answer), _host.guard_callback(_verdict),
-                           _host.console_callback(_console)]
+        self._callbacks = [_host.call_callback(_answers.answer),
+                           _host.guard_callback(_answers.verdict),
+                           _host.console_callback(_answers.console)]
         self._stdlib_done = threading.Event()
 
     @property
@@ -406,47 +406,3 @@ class ComponentRuntime(WatchedRuntime):
         else:
             with self._gate:
                 self._closed = True
-
-
-def _current() -> ComponentInstance | None:
-    return getattr(tls, "instance", None)  # set around every call into a guest
-
-
-_MORE = b'{"op":"more"}'
-_IN_MEMORY_MARKS = (_in_memory.AT, _in_memory.THERE)
-BIG_ANSWER = 1 << 20
-"""An answer longer than this is announced first, and sent when the guest asks for it (see
-the app module's `exchange`): the guest checks it has room before it is copied in."""
-
-
-def _answer(request: bytes) -> bytes:
-    inst = _current()
-    if inst is None or inst.handler is None:
-        return marshal.dumps({"ok": False, "kind": "protocol", "error": "no host is listening"})
-    pending, inst.pending = inst.pending, None
-    if request == _MORE:
-        return pending or marshal.dumps({"ok": False, "kind": "protocol",
-                                         "error": "no answer is waiting"})
-    if request[:1] in _IN_MEMORY_MARKS:
-        read, control = inst.in_memory.request(request)
-        if read is None:
-            return control or _in_memory.TEXT
-        request = read
-    reply = inst.handler(request)
-    inst.answered(reply)
-    if len(reply) <= BIG_ANSWER:
-        return reply
-    inst.pending = reply
-    return b"\0" + str(len(reply) if reply.isascii() else len(reply.decode("latin-1")
-                                                                .encode("utf-8"))).encode()
-
-
-def _verdict(op: int, handle: int, value: int) -> int:
-    inst = _current()
-    return inst.guard(op, handle, value) if inst is not None else -1
-
-
-def _console(fd: int, data: bytes) -> None:
-    inst = _current()
-    if inst is not None:
-        inst.write_console(fd, data)
