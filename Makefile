@@ -47,7 +47,7 @@ demo: $(STAMP)
 # tests/ mirrors the package: tests/engine/ holds tooliscode.engine's tests, and so on.
 HOST_ONLY := tests/engine/test_daemon_threads.py tests/guest/test_cell_tail.py \
 	tests/guest/test_convert.py tests/guest/test_plain_calls.py tests/guest/test_rehearsal.py \
-	tests/guest/test_reach.py \
+	tests/guest/test_reach.py tests/runtime/test_epoch_ticker.py \
 	tests/guest/test_turns.py \
 	tests/guest/test_validate.py \
 	tests/openai/test_parse_call.py tests/prompt/test_render_result.py \

@@ -12,6 +12,7 @@ cost no CPU.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -20,6 +21,8 @@ from collections.abc import Hashable
 import wasmtime
 
 __all__ = ["EpochTicker"]
+
+log = logging.getLogger("tooliscode")
 
 
 class EpochTicker:
@@ -92,5 +95,10 @@ class EpochTicker:
                 if self._closed:
                     return
                 for engine in self._engines:  # under the lock: none is freed meanwhile
-                    engine.increment_epoch()
+                    try:
+                        engine.increment_epoch()
+                    except Exception:  # noqa: BLE001 - one engine freed by mistake must not
+                        # end the ticks, and with them every other guest's time limit
+                        log.exception("tooliscode: an engine could not be ticked; dropped")
+                        self._engines = [e for e in self._engines if e is not engine]
             time.sleep(self.period)  # a due guest that goes on is asked again a period later
