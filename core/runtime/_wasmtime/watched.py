@@ -75,12 +75,18 @@ class WatchedGuest(Instance):
 
     # -- the guest's thread -------------------------------------------------------------
 
-    def _call(self, export: Callable[..., Any], *args: Any, exit_ok: bool = True) -> Any:
+    def _call(self, export: Callable[..., Any], *args: Any, exit_ok: bool = True,
+              ends: bool = True) -> Any:
         """Call `export(store, *args)` on this thread as the current guest; a trap becomes a
-        `GuestTrap` (a clean exit too, unless `exit_ok`)."""
+        `GuestTrap` (a clean exit too, unless `exit_ok`). The guest is disarmed after it,
+        unless not `ends`: a call that only prepares the next one (a turn's allocation),
+        when the deadline armed for a turn must hold through it (one that fails disarms)."""
         tls.instance = self
+        kept = False
         try:
-            return export(self._store, *args)
+            value = export(self._store, *args)
+            kept = not ends
+            return value
         except wasmtime.ExitTrap as exc:
             if not exit_ok or exc.code != 0 or self._stop_reason is not None:
                 raise GuestTrap("exit", f"the interpreter exited with status {exc.code}") from None
@@ -90,7 +96,8 @@ class WatchedGuest(Instance):
             raise GuestTrap(reason, describe_trap(reason, exc)) from None
         finally:
             tls.instance = None
-            self.disarm()
+            if not kept:
+                self.disarm()
             if self._stop_reason is not None:
                 self._ticker.unwatch((self, "stop"))
 

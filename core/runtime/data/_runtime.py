@@ -282,7 +282,9 @@ class DataInstance(WasmtimeInstance):
             source = answered(source, first)
         data = (self._prefix + source).encode() if self._prefix else source.encode()
         self._prefix = ""
-        where = self._call(self._alloc_func, len(data), exit_ok=False) & 0xFFFFFFFF
+        # The cell the source carries may have been armed already (`first`): the allocation
+        # must not disarm it, or the cell would run with no time limit.
+        where = self._call(self._alloc_func, len(data), exit_ok=False, ends=False) & 0xFFFFFFFF
         if not where:
             raise GuestTrap("crash", "the guest had no memory left for the next command")
         base = ctypes.cast(self._memory_handle.data_ptr(self._store), ctypes.c_void_p).value
