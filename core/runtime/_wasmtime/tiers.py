@@ -150,8 +150,9 @@ class Tiers:
             if twin is not None:
                 self._slotted += 1
                 return twin
-            if not self._slots or self._twinning or self._closed or tier is not self.current:
-                return None
+            if not self._slots or self._twinning or self._closed or tier is not self.current \
+                    or tier.compiler != CRANELIFT:  # Winch's serves only until Cranelift's is
+                return None                          # ready, which gets the twin then
             self._twinning = True
         threading.Thread(target=self._twin, args=(tier,), daemon=True,
                          name="tooliscode-slots").start()
