@@ -8,6 +8,7 @@ guest takes it (`Worker.drop`).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -57,6 +58,9 @@ class Command(Generic[ContextT]):
     """Run on the guest's thread just before the guest receives the command."""
     on_change: Callable[[], None] | None = None
     """Run before the command's first change to the session folder (by guest or tool)."""
+    deadline: float | None = None
+    """Where set, when `timeout_s` runs out (on the monotonic clock), counted from when the
+    command was made: the guest is armed up to it, the bound its tool calls have too."""
     future: cf.Future = field(default_factory=cf.Future)
     raw: dict[str, list[bytes]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
     notices: list[str] = field(default_factory=list)
@@ -70,6 +74,15 @@ class Command(Generic[ContextT]):
     dropped: bool = False
     """Cancelled before the guest was handed it: it never runs."""
     _raw_size: int = 0
+
+    def seconds_left(self) -> float | None:
+        """The time limit to arm the guest with as it is handed this command: what is left of
+        `deadline` (none: stopped at once), else `timeout_s`. One deadline for the guest and
+        its tool calls: a call cut short at it ends the cell as its time limit, never as the
+        tool's own timeout, which the code could catch."""
+        if self.deadline is None:
+            return self.timeout_s
+        return max(0.0, self.deadline - time.monotonic())
 
     @property
     def ctx(self) -> ContextT:

@@ -325,5 +325,5 @@ class GuestLoop:
             command.before()
         if command.message.get("op") == "cell":
             self.points.mark(command.message)
-            self.instance.arm(command.timeout_s)
+            self.instance.arm(command.seconds_left())
         return command.message

@@ -96,15 +96,15 @@ class CellRunner:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         timeout = self.limits.timeout_s
-        calls = CellCalls(self.registry, self.limits, loop,
-                          None if timeout is None else time.monotonic() + timeout,
-                          workdir=self.workdir)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        calls = CellCalls(self.registry, self.limits, loop, deadline, workdir=self.workdir)
         steer.apply(calls, self.limits)
         calls.on_park = worker.instance.park  # no ticker runs while nobody decides
         calls.on_unpark = worker.instance.unpark
         cell = Cell(calls, self.workdir, time.perf_counter(), output=steer.output)
         calls.on_call = cell.changing  # a tool may write into the folder too
-        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing)
+        command = Command({"op": "cell", "code": code}, timeout, cell, on_change=cell.changing,
+                          deadline=deadline)
         if steer.output is not None:
             command.message["stream"] = steer.output.guest_limit
             command.on_raw = steer.output.raw

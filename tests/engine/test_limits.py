@@ -39,6 +39,16 @@ def test_timeout_counts_time_spent_waiting_in_tools(short_session):
         assert "tool calls (slow x" in r.error, r.error
 
 
+def test_a_tool_call_cut_short_by_the_cells_deadline_ends_the_cell_as_its_time_limit(tools):
+    # The call ends at the cell's deadline: that is the cell's time limit, not the tool's own
+    # timeout (a ToolError the code could catch, with nothing rolled back). Async tools are
+    # bounded on the host; a sync tool with a timeout of its own runs on another thread.
+    with Session(tools, limits=Limits(timeout_s=1.0, tool_timeout_s=30)) as s:
+        for call in ("aslow(0.3)", "slow(0.3)", "aslow(0.3)"):
+            r = s.run(f"for i in range(8):\n    {call}")
+            assert not r.ok and r.rolled_back and r.error_type == "TimeoutError", (call, r)
+
+
 def test_memory_limit_raises_memory_error_and_keeps_state():
     with Session([], limits=Limits(memory_bytes=64 * 1024 * 1024)) as s:
         assert s.run("keep = 'still here'").ok

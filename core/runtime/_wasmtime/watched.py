@@ -174,6 +174,14 @@ class WatchedGuest(Instance):
                            "'Disk quota exceeded'. Delete files to make room.")
         return notices
 
+    def after_host_call(self) -> None:
+        """From the guest's thread, as a host call that took time returns (a tool call): if
+        the guest must stop by now, it checks at once, rather than at the ticker's next tick.
+        A call cut short at the cell's deadline then ends the cell as its time limit, not as
+        a tool error that the code could catch and go on after."""
+        if (self._armed or self._stop_reason is not None) and self._should_stop() is not None:
+            set_epoch_deadline(store_context(self._store.ptr()), 0)
+
     def _poll_stop(self) -> TrapReason | None:
         reason = self._should_stop()
         if reason is not None:

@@ -41,6 +41,7 @@ def answer(request: bytes) -> bytes:
         request = read
     reply = inst.handler(request)
     inst.answered(reply)
+    inst.after_host_call()
     if len(reply) <= BIG_ANSWER:
         return reply
     inst.pending = reply

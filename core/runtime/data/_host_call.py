@@ -114,4 +114,5 @@ def _answer(inst: Any, caller: int, args: int) -> int:
     mem.write(out_pp, _U32.pack(where))
     mem.write(out_lp, _U32.pack(n))
     set_i32(args, 0)
+    inst.after_host_call()
     return 0
