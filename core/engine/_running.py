@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import functools
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from ._result import CellResult
 from ._rollback import CameBack
 from ._tool_calls import CellCalls
 from ._worker import Worker
+
+log = logging.getLogger("tooliscode")
 
 __all__ = ["CellRunner", "Steer", "Stopped", "stop_cell"]
 
@@ -300,6 +303,9 @@ class CellRunner:
         return worker is not None and worker.alive
 
     def _abandon(self, worker: Worker, command: Command, reason: str) -> CellResult:
+        if not command.ctx.calls.unfinished():  # no tool call held the guest in the host:
+            log.error("tooliscode: a cell ran %.0f s past its time limit and was stopped by "
+                      "the watchdog: its own deadline did not stop it", WATCHDOG_GRACE_S)
         trap = GuestTrap("timeout", "a tool call did not return in time")
         dropped = worker.drop(command)  # still waiting (the guest kept a big state)?
         settle(command.future, error=trap)  # first: what the guest does from now on is not kept
