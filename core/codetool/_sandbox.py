@@ -215,14 +215,17 @@ class Sandbox:
         """`_start` before any code asks for it: a failure is logged (hold `_starting`), and
         the first cell tries again and reports it."""
         try:
-            self._start(toolbox)
+            self._start(toolbox, ahead=True)
         except Exception:  # noqa: BLE001
             log.exception("tooliscode: starting a sandbox ahead of time failed")
 
-    def _start(self, toolbox: Toolbox) -> None:
+    def _start(self, toolbox: Toolbox, ahead: bool = False) -> None:
+        """`ahead`: before any code asks for it (a spare, a replacement), so its guest takes
+        no slot: a guest in one is started again at its first renewal, where one made
+        without is written back in place."""
         self._renewal = None
         self.session = Session(ToolRegistry(toolbox.bind(self)), limits=self.limits,
-                               workdir=self.workdir, runtime=self.runtime)
+                               workdir=self.workdir, runtime=self.runtime, _ahead=ahead)
         self._key = toolbox.key
         if self.renewable:
             self._renewal = Renewal.prepare(self.session)

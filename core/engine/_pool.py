@@ -71,11 +71,11 @@ class WarmPool:
                      ahead: bool = False) -> Worker:
         return Worker(self.runtime, workdir, limits or Limits(), ahead=ahead)
 
-    def acquire(self, limits: Limits | None = None) -> Worker:
+    def acquire(self, limits: Limits | None = None, *, ahead: bool = False) -> Worker:
         """A parked guest with its own new folder: a ready one, else the one the refill is
         booting (further along than a new one, and no second boot competes for the CPU),
-        else one started now (with `limits`). A guest being given back is waited for, a
-        moment."""
+        else one started now (with `limits`; `ahead`: for a session made ahead of need). A
+        guest being given back is waited for, a moment."""
         with self._lock:
             worker = None
             stale = []
@@ -95,7 +95,7 @@ class WarmPool:
         for old in stale:  # dead, or on a compile a better one replaced (`Instance.outdated`)
             _discard(old)
         if worker is None:
-            worker = self.start_worker(new_workdir(), limits)
+            worker = self.start_worker(new_workdir(), limits, ahead=ahead)
         self.refill()
         return worker
 

@@ -49,9 +49,10 @@ class Session(CellRunner, Closing):
 
     def __init__(self, tools: Iterable[Any] | ToolRegistry = (), *, limits: Limits | None = None,
                  workdir: str | Path | None = None, runtime: Runtime | str | None = None,
-                 state: SessionState | None = None):
+                 state: SessionState | None = None, _ahead: bool = False):
         """`state`: start from a checked snapshot (`SessionState.open`; `Session.restore`
-        does both)."""
+        does both). `_ahead`: made ahead of need (a code tool's spare), so its guest, if
+        made here, leaves the runtime's slots to guests wanted now (`GuestSpec.ahead`)."""
         self.limits = limits or Limits()
         self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.runtime = resolve_runtime(runtime)
@@ -75,13 +76,13 @@ class Session(CellRunner, Closing):
         """A guest given up outside any result (a cancelled task): the next guest comes back
         to its point, and the next result says why."""
         if workdir is None:
-            worker = pool_for(self.runtime).acquire(self.limits)
+            worker = pool_for(self.runtime).acquire(self.limits, ahead=_ahead)
             self._state = GuestHold(None, worker.workdir, True)
         else:
             folder = Path(workdir).resolve()
             folder.mkdir(parents=True, exist_ok=True)
             self._state = GuestHold(None, folder, False)
-            worker = Worker(self.runtime, folder, self.limits)
+            worker = Worker(self.runtime, folder, self.limits, ahead=_ahead)
         self._finalizer = weakref.finalize(self, self._state.release)
         self._attach(worker)
         live.add(self)

@@ -54,10 +54,13 @@ def _ok(code: CodeTool, run: Sandbox, source: str) -> str:
 def test_a_guest_is_renewed_in_place_and_finds_nothing_of_the_run_before(code, next_run):
     run = code.take()
     numbers = {_ok(code, run, TRACES).split()[0]}
-    store = _store(run)
-    for _ in range(3):
+    store = None
+    for _ in range(4):
         run = next_run(code, run, TOOLS)
-        assert _store(run) is store  # written back: no new instance
+        # written back: no new instance (but at the first renewal of a guest that started in
+        # a slot, which starts it again off the slot: test_slots.py)
+        assert store is None or _store(run) is store
+        store = _store(run)
         listing, number = _ok(code, run, LOOK).splitlines()
         assert listing == "[] False False False pong"
         assert number not in numbers  # a random stream of its own

@@ -128,6 +128,27 @@ def test_a_pools_guests_leave_the_slots_to_guests_wanted_now():
     assert seen == {"values": ["4", "4"], "slotted": [True, False], "renewable": True}
 
 
+def test_a_code_tools_sandbox_started_ahead_takes_no_slot():
+    seen = _run("""
+        from tooliscode import Tool
+        from tooliscode.codetool import CodeTool, Toolbox
+
+        def ping() -> str:
+            \"\"\"Answers pong.\"\"\"
+            return "pong"
+
+        tools = Toolbox.of([Tool.from_function(ping)])
+        with CodeTool(tools, runtime=runtime) as code:
+            ahead = code.take()
+            ahead.start(tools)  # as a spare is, before any code asks for it
+            now = code.take()  # started by its first code, which wants it now
+            ok = [code.run_code("ping()", sandbox=run).ok for run in (ahead, now)]
+            print(json.dumps({"ok": ok, "slotted": [slotted(run.session._state.worker)
+                                                    for run in (ahead, now)]}))
+    """, slots=2)
+    assert seen == {"ok": [True, True], "slotted": [False, True]}
+
+
 def test_no_slots_when_told_none():
     seen = _run("""
         workers = [Worker(runtime, folder, Limits()) for _ in range(3)]
