@@ -32,6 +32,7 @@ from .._wasmtime.tiers import Tier, Tiers
 from .._wasmtime.watched import WatchedGuest, WatchedRuntime
 from ..base import GUEST_DIR, GuestSpec, GuestTrap
 from . import _answers, _host, _in_memory, _memory
+from ._app import STDLIB
 from ._build import Built, find_or_build
 from ._guard import CONSOLE_BYTES, Guard
 from ._in_place import FIND, GROW, LOCATE, RESEED, Kept, locate
@@ -52,8 +53,6 @@ _FLAGS = f"component,epoch_interruption,max_wasm_stack={WASM_STACK}"
 _SCRIPT_TURNS = 4
 """A baseline comes after the boot and the setup (a turn each): past a few turns none is
 coming, and the turns stop being kept."""
-STDLIB = "/python"
-"""Where the guest's standard library is (componentize-py's PYTHONHOME)."""
 ZONEINFO = Path("/usr/share/zoneinfo")
 """The host's time zone database, lent read-only where zoneinfo looks for it."""
 _PRECOMPILE = f'''
